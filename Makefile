@@ -1,0 +1,38 @@
+# Talus — the two commands of the README, and a few more.
+#   make pipeline [SITE=name]   run every stage of pipelines/$(SITE).toml into runs/$(SITE)/
+#   make test                   build and run the test suite (what CI runs)
+#   make bench                  benchmarks (tables of ratios against baselines measured in the same run)
+#   make lint                   cargo fmt --check and clippy -D warnings
+
+SITE ?= piton-marcel
+CARGO ?= cargo
+TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
+TALUS := $(TARGET_DIR)/release/talus
+export CARGO_INCREMENTAL ?= 0
+
+.PHONY: all pipeline test bench lint fmt check-interop
+
+all: test
+
+pipeline:
+	$(CARGO) build --release --locked -p talus-cli
+	$(TALUS) pipeline pipelines/$(SITE).toml --out runs/$(SITE)
+
+test:
+	$(CARGO) test --locked --workspace
+
+bench:
+	$(CARGO) build --release --locked -p talus-cli -p talus-bench
+	$(TARGET_DIR)/release/talus-bench
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
+
+fmt:
+	$(CARGO) fmt --all
+
+# Reads Parquet written by Talus with pyarrow and DuckDB (skips with a reason when absent).
+check-interop:
+	$(CARGO) build --locked -p talus-cli
+	python3 tests/interop.py $(TARGET_DIR)/debug/talus

@@ -1,0 +1,13 @@
+//! A-CD² rigid-block multiple-collision engine (León 2016, corrected in design.md §3–4).
+//!
+//! Each step of length Δt solves, for x = (u⁺ + u⁻)/2 ∈ R^{6N},
+//!
+//! ```text
+//! minimise ½ xᵀ H x − pᵀ x   s.t.  c_kᵀ x ≥ c_kᵀ u⁻ / 2   for every contact k
+//! H = 2M + Σ_k (κ_N c_k c_kᵀ + κ_T T_kᵀ T_k),   p = 2M u⁻ + b
+//! ```
+//!
+//! then u⁺ = 2x − u⁻ and positions advance with (u⁻ + u⁺)/2.
+
+pub mod body;
+pub mod contact;

@@ -1,0 +1,155 @@
+//! GeoParquet 1.1: the `geo` file-metadata entry and WKB encoding of the geometries
+//! Talus writes (points and polygons, 2D, little-endian ISO WKB).
+
+use crate::Crs;
+
+/// Metadata key of GeoParquet.
+pub const GEO_KEY: &str = "geo";
+
+/// The GeoParquet 1.1 `geo` metadata for one WKB geometry column.
+/// `bbox` is `[xmin, ymin, xmax, ymax]`.
+pub fn geo_metadata(column: &str, geometry_types: &[&str], crs: Option<&Crs>, bbox: Option<[f64; 4]>) -> String {
+    let mut col = serde_json::json!({
+        "encoding": "WKB",
+        "geometry_types": geometry_types,
+    });
+    if let Some(c) = crs {
+        // GeoParquet: a missing `crs` means OGC:CRS84, so an unknown CRS is written as null.
+        col["crs"] = c.projjson().unwrap_or(serde_json::Value::Null);
+    }
+    if let Some(b) = bbox.filter(|b| b.iter().all(|v| v.is_finite())) {
+        col["bbox"] = serde_json::json!(b);
+    }
+    serde_json::json!({
+        "version": "1.1.0",
+        "primary_column": column,
+        "columns": { column: col },
+    })
+    .to_string()
+}
+
+/// WKB of a 2D point.
+pub fn wkb_point(x: f64, y: f64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(21);
+    out.push(1u8);
+    out.extend_from_slice(&1u32.to_le_bytes());
+    out.extend_from_slice(&x.to_le_bytes());
+    out.extend_from_slice(&y.to_le_bytes());
+    out
+}
+
+/// WKB of a 2D polygon given as rings (first the exterior, then holes); each ring is
+/// closed here if it is not already.
+pub fn wkb_polygon(rings: &[Vec<[f64; 2]>]) -> Vec<u8> {
+    let mut out = vec![1u8];
+    out.extend_from_slice(&3u32.to_le_bytes());
+    push_rings(&mut out, rings);
+    out
+}
+
+/// WKB of a 2D multipolygon.
+pub fn wkb_multipolygon(polygons: &[Vec<Vec<[f64; 2]>>]) -> Vec<u8> {
+    let mut out = vec![1u8];
+    out.extend_from_slice(&6u32.to_le_bytes());
+    out.extend_from_slice(&(polygons.len() as u32).to_le_bytes());
+    for p in polygons {
+        out.extend(wkb_polygon(p));
+    }
+    out
+}
+
+fn push_rings(out: &mut Vec<u8>, rings: &[Vec<[f64; 2]>]) {
+    out.extend_from_slice(&(rings.len() as u32).to_le_bytes());
+    for r in rings {
+        let closed = r.len() > 1 && r.first() != r.last();
+        let n = r.len() + usize::from(closed);
+        out.extend_from_slice(&(n as u32).to_le_bytes());
+        for p in r.iter().chain(closed.then(|| &r[0])) {
+            out.extend_from_slice(&p[0].to_le_bytes());
+            out.extend_from_slice(&p[1].to_le_bytes());
+        }
+    }
+}
+
+/// Decode a WKB polygon or multipolygon written by [`wkb_polygon`]/[`wkb_multipolygon`]
+/// into polygons of rings. Returns `None` for anything else.
+pub fn parse_wkb_polygons(wkb: &[u8]) -> Option<Vec<Vec<Vec<[f64; 2]>>>> {
+    let mut r = Reader { b: wkb, i: 0 };
+    let geom = r.header()?;
+    match geom {
+        3 => Some(vec![r.rings()?]),
+        6 => {
+            let n = r.u32()? as usize;
+            (0..n)
+                .map(|_| if r.header()? == 3 { r.rings() } else { None })
+                .collect()
+        }
+        _ => None,
+    }
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl Reader<'_> {
+    fn header(&mut self) -> Option<u32> {
+        let le = *self.b.get(self.i)? == 1;
+        self.i += 1;
+        if !le {
+            return None;
+        }
+        self.u32()
+    }
+    fn u32(&mut self) -> Option<u32> {
+        let v = u32::from_le_bytes(self.b.get(self.i..self.i + 4)?.try_into().ok()?);
+        self.i += 4;
+        Some(v)
+    }
+    fn f64(&mut self) -> Option<f64> {
+        let v = f64::from_le_bytes(self.b.get(self.i..self.i + 8)?.try_into().ok()?);
+        self.i += 8;
+        Some(v)
+    }
+    fn rings(&mut self) -> Option<Vec<Vec<[f64; 2]>>> {
+        let n = self.u32()? as usize;
+        (0..n)
+            .map(|_| {
+                let m = self.u32()? as usize;
+                (0..m).map(|_| Some([self.f64()?, self.f64()?])).collect()
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn polygon_round_trip() {
+        let ring = vec![[0.0, 0.0], [1.0, 0.0], [1.0, 1.0]];
+        let wkb = wkb_polygon(&[ring.clone()]);
+        let back = parse_wkb_polygons(&wkb).unwrap();
+        assert_eq!(back[0][0].len(), 4);
+        assert_eq!(back[0][0][..3], ring[..]);
+        let multi = wkb_multipolygon(&[vec![ring.clone()], vec![ring]]);
+        assert_eq!(parse_wkb_polygons(&multi).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn point_is_21_bytes_iso() {
+        let p = wkb_point(1.0, 2.0);
+        assert_eq!(p.len(), 21);
+        assert_eq!(&p[..5], &[1, 1, 0, 0, 0]);
+    }
+
+    #[test]
+    fn geo_metadata_is_geoparquet_1_1() {
+        let m: serde_json::Value =
+            serde_json::from_str(&geo_metadata("geometry", &["Polygon"], Some(&Crs::from_epsg(32620)), None)).unwrap();
+        assert_eq!(m["version"], "1.1.0");
+        assert_eq!(m["columns"]["geometry"]["crs"]["id"]["code"], 32620);
+    }
+}

@@ -1,0 +1,1 @@
+//! Tables written by `talus compare` (declared by the compare stage).

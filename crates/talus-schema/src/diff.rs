@@ -1,0 +1,51 @@
+//! Tables written by `talus diff`: the DEM of difference grid and the change zones
+//! (read by `seed` and `compare`); C2C and M3C2 distance tables are declared here too.
+//!
+//! Grid geometry (origin, cell size, shape) is also stored as JSON under the file
+//! metadata key [`GRID_KEY`]: `{"x0":..,"y0":..,"cell":..,"nx":..,"ny":..}` where
+//! (x0, y0) is the lower-left corner of cell (row 0, col 0) and rows grow northward.
+//! Empty cells hold NaN elevations.
+
+use crate::field;
+use arrow::datatypes::{DataType, Schema};
+
+/// File-metadata key of the grid geometry JSON.
+pub const GRID_KEY: &str = "talus:grid";
+
+/// DEM of difference: one row per grid cell.
+pub fn dod_schema() -> Schema {
+    let f = |n: &str, u: &str, d: &str| field(n, DataType::Float64, false, u, d);
+    Schema::new(vec![
+        field("row", DataType::UInt32, false, "1", "grid row (0 = southernmost)"),
+        field("col", DataType::UInt32, false, "1", "grid column (0 = westernmost)"),
+        f("x", "m", "cell centre, easting"),
+        f("y", "m", "cell centre, northing"),
+        f("z_pre", "m", "pre-event surface elevation (NaN if no points)"),
+        f("z_post", "m", "post-event surface elevation (NaN if no points)"),
+        f("dz", "m", "post - pre elevation difference (NaN if either is missing)"),
+        f("dz_error", "m", "propagated 1-sigma error of dz: sqrt(sigma_pre^2 + sigma_post^2)"),
+        f("lod", "m", "level of detection at the configured confidence"),
+        field("significant", DataType::Boolean, false, "1", "|dz| > lod"),
+        field("n_pre", DataType::UInt32, false, "1", "pre-event points in the cell"),
+        field("n_post", DataType::UInt32, false, "1", "post-event points in the cell"),
+        field("zone_id", DataType::Int32, false, "1", "id of the zone the cell belongs to, -1 for none"),
+    ])
+}
+
+/// Change zones (GeoParquet 1.1: `geometry` is WKB Polygon/MultiPolygon, CRS in `geo`).
+pub fn zones_schema() -> Schema {
+    let f = |n: &str, u: &str, d: &str| field(n, DataType::Float64, false, u, d);
+    Schema::new(vec![
+        field("zone_id", DataType::Int32, false, "1", "zone identifier"),
+        field("kind", DataType::Utf8, false, "1", "`scar` (significant loss) or `deposit` (significant gain)"),
+        f("area", "m^2", "planimetric area of the zone"),
+        f("volume", "m^3", "volume of change (positive for both loss and gain)"),
+        f("volume_error", "m^3", "1-sigma error of the volume"),
+        field("cells", DataType::UInt32, false, "1", "significant cells in the zone"),
+        f("centroid_x", "m", "area centroid, easting"),
+        f("centroid_y", "m", "area centroid, northing"),
+        f("z_max", "m", "highest pre-event elevation in the zone"),
+        f("z_min", "m", "lowest post-event elevation in the zone"),
+        field("geometry", DataType::Binary, false, "WKB", "zone outline (Polygon or MultiPolygon)"),
+    ])
+}

@@ -1,0 +1,72 @@
+//! Tables written by `talus run`: trajectories, energies and per-step diagnostics
+//! (read by `compare`). The final state uses [`crate::blocks::schema`].
+
+use crate::field;
+use arrow::datatypes::{DataType, Schema};
+
+/// Trajectories: the state of every active block every k steps.
+pub fn trajectories_schema() -> Schema {
+    let f = |n: &str, u: &str, d: &str| field(n, DataType::Float64, false, u, d);
+    Schema::new(vec![
+        field("step", DataType::UInt64, false, "1", "time step index (0 = initial state)"),
+        f("time", "s", "simulated time"),
+        field("id", DataType::UInt32, false, "1", "block id"),
+        f("x", "m", "centre, easting"),
+        f("y", "m", "centre, northing"),
+        f("z", "m", "centre, elevation"),
+        f("qw", "1", "orientation quaternion, scalar part"),
+        f("qx", "1", "orientation quaternion, i"),
+        f("qy", "1", "orientation quaternion, j"),
+        f("qz", "1", "orientation quaternion, k"),
+        f("vx", "m/s", "velocity, x"),
+        f("vy", "m/s", "velocity, y"),
+        f("vz", "m/s", "velocity, z"),
+        f("wx", "rad/s", "angular velocity (world), x"),
+        f("wy", "rad/s", "angular velocity (world), y"),
+        f("wz", "rad/s", "angular velocity (world), z"),
+    ])
+}
+
+/// Energies per step (all blocks summed). Balance: kinetic + potential + dissipated_cumulative
+/// = initial kinetic + initial potential, up to the discretisation of gravity's work.
+pub fn energies_schema() -> Schema {
+    let f = |n: &str, u: &str, d: &str| field(n, DataType::Float64, false, u, d);
+    Schema::new(vec![
+        field("step", DataType::UInt64, false, "1", "time step index"),
+        f("time", "s", "simulated time at the end of the step"),
+        f("kinetic_translational", "J", "sum of m |v|^2 / 2"),
+        f("kinetic_rotational", "J", "sum of w . I w / 2"),
+        f("kinetic", "J", "total kinetic energy"),
+        f("potential", "J", "sum of m g z (z from the CRS datum)"),
+        f("dissipated", "J", "energy dissipated by the percussions of this step's jump (>= 0)"),
+        f("dissipated_cumulative", "J", "dissipated energy since the start"),
+        f("gravity_work", "J", "cumulative work of gravity since the start"),
+    ])
+}
+
+/// Diagnostics per step: contacts, islands, QP size, solver outcome, timings.
+pub fn diagnostics_schema() -> Schema {
+    let u = |n: &str, d: &str| field(n, DataType::UInt32, false, "1", d);
+    let f = |n: &str, un: &str, d: &str| field(n, DataType::Float64, false, un, d);
+    Schema::new(vec![
+        field("step", DataType::UInt64, false, "1", "time step index"),
+        f("time", "s", "simulated time at the end of the step"),
+        u("contacts_block_block", "block-block contacts"),
+        u("contacts_block_terrain", "block-terrain (TIN) contacts"),
+        u("contacts_block_plane", "block-plane contacts"),
+        u("islands", "connected components of the contact graph with at least one contact"),
+        u("qp_variables", "unknowns of the largest island's QP"),
+        u("qp_constraints", "constraints of the largest island's QP"),
+        field("solver", DataType::Utf8, false, "1", "solver that produced the accepted solution"),
+        field("status", DataType::Utf8, false, "1", "worst solver status over the step's islands"),
+        u("iterations", "solver iterations summed over islands"),
+        f("primal_residual", "1", "largest primal residual over islands"),
+        f("dual_residual", "1", "largest dual residual over islands"),
+        field("fallback", DataType::Boolean, false, "1", "the warm-started solver failed and Clarabel was used"),
+        f("max_penetration", "m", "largest penetration depth at the start of the step"),
+        f("t_broad", "s", "wall time, broad phase"),
+        f("t_narrow", "s", "wall time, narrow phase"),
+        f("t_assembly", "s", "wall time, QP assembly"),
+        f("t_solve", "s", "wall time, QP solves"),
+    ])
+}
