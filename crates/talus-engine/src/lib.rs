@@ -11,3 +11,8 @@
 
 pub mod body;
 pub mod contact;
+pub mod rotation;
+pub mod statics;
+pub mod broad;
+pub mod narrow;
+pub mod detect;
