@@ -22,8 +22,7 @@ test:
 	$(CARGO) test --locked --workspace
 
 bench:
-	$(CARGO) build --release --locked -p talus-cli -p talus-bench
-	$(TARGET_DIR)/release/talus-bench
+	$(CARGO) bench --locked --workspace
 
 lint:
 	$(CARGO) fmt --all -- --check
