@@ -1,0 +1,562 @@
+//! The figures (PNG, plotters with the bundled DejaVu Sans font).
+//!
+//! * `dod.png`: DEM of difference with the scar and deposit outlines (survey only).
+//! * `deposit.png`: surveyed and simulated deposit thickness side by side, same colour
+//!   scale, surveyed deposit outline on both (thesis Fig. 6.33, made quantitative).
+//! * `energy_kinetic.png`: total, translational and rotational kinetic energy (Fig. 6.29).
+//! * `energy_dissipation.png`: dissipation per step, cumulative dissipation and potential
+//!   energy (Fig. 6.30).
+//! * `trajectories.png`: plan view of the block trajectories; `trajectories_side.png`:
+//!   the same in an easting-elevation section.
+//!
+//! PNGs are drawn into a temporary file beside the destination and renamed into place.
+
+use crate::deposit::ThicknessMap;
+use crate::inputs::{CELL_DEPOSIT, CELL_SCAR, Data, Grid, Survey, Zone};
+use crate::{Config, Error};
+use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
+use plotters::prelude::*;
+use std::path::{Path, PathBuf};
+use std::sync::Once;
+
+const FONT: &str = "sans-serif";
+static FONT_BYTES: &[u8] = include_bytes!("../../../data/fonts/DejaVuSans.ttf");
+static REGISTER: Once = Once::new();
+
+fn register_font() {
+    REGISTER.call_once(|| {
+        for style in [FontStyle::Normal, FontStyle::Bold, FontStyle::Italic, FontStyle::Oblique] {
+            // The bundled font is valid; a failure would only lose the text.
+            let _ = plotters::style::register_font(FONT, style, FONT_BYTES);
+        }
+    });
+}
+
+/// A figure written by [`draw_all`].
+#[derive(Debug, Clone)]
+pub struct Figure {
+    /// File name under `figures/`.
+    pub file: String,
+    /// Full path.
+    pub path: PathBuf,
+    /// Title.
+    pub title: String,
+    /// Caption for the report.
+    pub caption: String,
+}
+
+type Area<'a> = DrawingArea<BitMapBackend<'a>, Shift>;
+type Chart<'a, 'b> = ChartContext<'a, BitMapBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+fn perr(path: &Path) -> impl Fn(String) -> Error + '_ {
+    move |message| Error::Plot { path: path.to_path_buf(), message }
+}
+
+macro_rules! tryp {
+    ($e:expr) => {
+        $e.map_err(|e| e.to_string())?
+    };
+}
+
+/// Draw into `path` atomically (temporary PNG beside it, renamed on success).
+fn draw_png(path: &Path, size: (u32, u32), f: impl FnOnce(&Area) -> Result<(), String>) -> Result<(), Error> {
+    register_font();
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| perr(path)(e.to_string()))?;
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp.png"));
+    let result = (|| {
+        let root = BitMapBackend::new(&tmp, size).into_drawing_area();
+        tryp!(root.fill(&WHITE));
+        f(&root)?;
+        tryp!(root.present());
+        Ok::<(), String>(())
+    })();
+    match result {
+        Ok(()) => std::fs::rename(&tmp, path).map_err(|e| perr(path)(e.to_string())),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(perr(path)(e))
+        }
+    }
+}
+
+// ---------------------------------------------------------------- colour maps
+
+const VIRIDIS: [(u8, u8, u8); 8] = [
+    (68, 1, 84),
+    (70, 50, 127),
+    (54, 92, 141),
+    (39, 127, 143),
+    (31, 162, 136),
+    (74, 194, 110),
+    (160, 219, 57),
+    (254, 232, 37),
+];
+/// Red (loss) - white - blue (gain), like the thesis's Fig. 6.25 (deficit in red).
+const DIVERGING: [(u8, u8, u8); 7] =
+    [(178, 24, 43), (239, 138, 98), (253, 219, 199), (247, 247, 247), (209, 229, 240), (103, 169, 207), (33, 102, 172)];
+
+fn ramp(stops: &[(u8, u8, u8)], t: f64) -> RGBColor {
+    let t = if t.is_finite() { t.clamp(0.0, 1.0) } else { 0.0 };
+    let s = t * (stops.len() - 1) as f64;
+    let i = (s.floor() as usize).min(stops.len() - 2);
+    let f = s - i as f64;
+    let lerp = |a: u8, b: u8| (a as f64 + f * (b as f64 - a as f64)).round() as u8;
+    let (a, b) = (stops[i], stops[i + 1]);
+    RGBColor(lerp(a.0, b.0), lerp(a.1, b.1), lerp(a.2, b.2))
+}
+
+fn viridis(t: f64) -> RGBColor {
+    ramp(&VIRIDIS, t)
+}
+
+fn diverging(t: f64) -> RGBColor {
+    ramp(&DIVERGING, t)
+}
+
+const SCAR_COLOUR: RGBColor = RGBColor(0, 0, 0);
+const DEPOSIT_COLOUR: RGBColor = RGBColor(220, 0, 120);
+const NODATA: RGBColor = RGBColor(225, 225, 225);
+
+// ---------------------------------------------------------------- helpers
+
+/// Quantile of the finite values (linear interpolation), `None` if there are none.
+fn quantile(values: impl Iterator<Item = f64>, q: f64) -> Option<f64> {
+    let mut v: Vec<f64> = values.filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let p = q * (v.len() - 1) as f64;
+    let i = p.floor() as usize;
+    let j = (i + 1).min(v.len() - 1);
+    Some(v[i] + (p - i as f64) * (v[j] - v[i]))
+}
+
+/// Expand `[xmin, ymin, xmax, ymax]` so that it has the aspect ratio `w / h` (equal
+/// scale on both axes), with a small margin.
+fn equal_aspect(e: [f64; 4], w: f64, h: f64) -> [f64; 4] {
+    let (mut dx, mut dy) = ((e[2] - e[0]).max(1e-9) * 1.04, (e[3] - e[1]).max(1e-9) * 1.04);
+    let (cx, cy) = ((e[0] + e[2]) / 2.0, (e[1] + e[3]) / 2.0);
+    if dx / dy > w / h {
+        dy = dx * h / w;
+    } else {
+        dx = dy * w / h;
+    }
+    [cx - dx / 2.0, cy - dy / 2.0, cx + dx / 2.0, cy + dy / 2.0]
+}
+
+const CAPTION: u32 = 24;
+const MARGIN: u32 = 12;
+const XLAB: u32 = 56;
+const YLAB: u32 = 96;
+
+/// A chart with equal scale on both axes covering `extent`.
+fn plan_chart<'a, 'b>(area: &'a Area<'b>, title: &str, extent: [f64; 4], xdesc: &str, ydesc: &str) -> Result<(Chart<'a, 'b>, [f64; 4]), String> {
+    let (w, h) = area.dim_in_pixel();
+    let pw = w.saturating_sub(2 * MARGIN + YLAB).max(10) as f64;
+    let ph = h.saturating_sub(2 * MARGIN + XLAB + CAPTION + 12).max(10) as f64;
+    let e = equal_aspect(extent, pw, ph);
+    let mut chart = tryp!(
+        ChartBuilder::on(area)
+            .caption(title, (FONT, CAPTION))
+            .margin(MARGIN)
+            .x_label_area_size(XLAB)
+            .y_label_area_size(YLAB)
+            .build_cartesian_2d(e[0]..e[2], e[1]..e[3])
+    );
+    tryp!(
+        chart
+            .configure_mesh()
+            .disable_mesh()
+            .x_desc(xdesc)
+            .y_desc(ydesc)
+            .x_labels(6)
+            .y_labels(6)
+            .x_label_formatter(&|v| format!("{v:.0}"))
+            .y_label_formatter(&|v| format!("{v:.0}"))
+            .label_style((FONT, 14))
+            .axis_desc_style((FONT, 16))
+            .draw()
+    );
+    Ok((chart, e))
+}
+
+/// Fill the plotting area pixel by pixel with `colour(x, y)` (data coordinates).
+fn draw_raster(chart: &Chart, e: [f64; 4], colour: impl Fn(f64, f64) -> Option<RGBColor>) -> Result<(), String> {
+    let area = chart.plotting_area().strip_coord_spec();
+    let (w, h) = area.dim_in_pixel();
+    for py in 0..h {
+        let y = e[3] - (py as f64 + 0.5) / h as f64 * (e[3] - e[1]);
+        for px in 0..w {
+            let x = e[0] + (px as f64 + 0.5) / w as f64 * (e[2] - e[0]);
+            if let Some(c) = colour(x, y) {
+                tryp!(area.draw_pixel((px as i32, py as i32), &c));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Draw zone outlines of one kind; the first ring carries the legend label.
+fn draw_zones(chart: &mut Chart, zones: &[Zone], kind: &str, colour: RGBColor, label: &str) -> Result<(), String> {
+    let mut labelled = false;
+    for z in zones.iter().filter(|z| z.kind == kind) {
+        for poly in &z.polygons {
+            for ring in poly {
+                let pts: Vec<(f64, f64)> = ring.iter().map(|p| (p[0], p[1])).collect();
+                let s = tryp!(chart.draw_series(LineSeries::new(pts, colour.stroke_width(3))));
+                if !labelled {
+                    s.label(label).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], colour.stroke_width(3)));
+                    labelled = true;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn legend(chart: &mut Chart, pos: SeriesLabelPosition) -> Result<(), String> {
+    tryp!(
+        chart
+            .configure_series_labels()
+            .position(pos)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font((FONT, 15))
+            .draw()
+    );
+    Ok(())
+}
+
+/// A vertical colour bar for values in `[lo, hi]`.
+fn colour_bar(area: &Area, lo: f64, hi: f64, label: &str, cmap: fn(f64) -> RGBColor) -> Result<(), String> {
+    let hi = if hi > lo { hi } else { lo + 1.0 };
+    let (_, h) = area.dim_in_pixel();
+    let mut chart = tryp!(
+        ChartBuilder::on(area)
+            .margin_top(MARGIN + CAPTION + 12)
+            .margin_bottom(MARGIN + XLAB)
+            .margin_left(4)
+            .margin_right(8)
+            .y_label_area_size(0)
+            .right_y_label_area_size(70)
+            .build_cartesian_2d(0.0..1.0, lo..hi)
+    );
+    let n = (h as usize).max(2);
+    tryp!(chart.draw_series((0..n).map(|i| {
+        let (a, b) = (lo + (hi - lo) * i as f64 / n as f64, lo + (hi - lo) * (i + 1) as f64 / n as f64);
+        Rectangle::new([(0.0, a), (1.0, b)], cmap((a - lo) / (hi - lo)).filled())
+    })));
+    tryp!(
+        chart
+            .configure_mesh()
+            .disable_mesh()
+            .disable_x_axis()
+            .y_desc(label)
+            .y_labels(8)
+            .y_label_formatter(&|v| short(*v))
+            .label_style((FONT, 14))
+            .axis_desc_style((FONT, 16))
+            .draw()
+    );
+    Ok(())
+}
+
+/// A number with 2-3 significant digits for axis labels.
+fn short(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else if a >= 0.1 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.1e}")
+    }
+}
+
+/// Value at a point of a dense grid vector.
+fn sample(grid: &Grid, values: &[f64], x: f64, y: f64) -> Option<f64> {
+    grid.cell_of(x, y).map(|(r, c)| values[grid.index(r, c)])
+}
+
+// ---------------------------------------------------------------- figures
+
+fn dod_figure(config: &Config, s: &Survey, path: &Path) -> Result<(), Error> {
+    let size = (config.figure_width, config.figure_height);
+    let lim = quantile(s.dz.iter().map(|v| v.abs()), 0.99).unwrap_or(1.0).max(1e-3);
+    draw_png(path, size, |root| {
+        let (map_area, bar_area) = root.split_horizontally(size.0 - 130);
+        let (mut chart, e) = plan_chart(&map_area, "DEM of difference (post - pre)", s.grid.extent(), "easting (m)", "northing (m)")?;
+        draw_raster(&chart, e, |x, y| {
+            let v = sample(&s.grid, &s.dz, x, y)?;
+            Some(if v.is_finite() { diverging((v + lim) / (2.0 * lim)) } else { NODATA })
+        })?;
+        draw_zones(&mut chart, &s.zones, "scar", SCAR_COLOUR, "scar (significant loss)")?;
+        draw_zones(&mut chart, &s.zones, "deposit", DEPOSIT_COLOUR, "deposit (significant gain)")?;
+        legend(&mut chart, SeriesLabelPosition::UpperRight)?;
+        colour_bar(&bar_area, -lim, lim, "dz = z_post - z_pre (m)", diverging)
+    })
+}
+
+fn deposit_figure(config: &Config, s: &Survey, map: &ThicknessMap, data: &Data, path: &Path) -> Result<(), Error> {
+    let size = (config.figure_width, config.figure_height);
+    let g = s.grid;
+    let surveyed: Vec<f64> =
+        (0..s.dz.len()).map(|k| if s.class[k] == CELL_DEPOSIT && s.dz[k] > 0.0 { s.dz[k] } else { 0.0 }).collect();
+    let hi = quantile(surveyed.iter().chain(map.simulated.iter()).copied().filter(|v| *v > 0.0), 0.99).unwrap_or(1.0);
+    // Extent: both deposits, the scar and the final blocks, with a margin.
+    let mut ext = [f64::INFINITY, f64::INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY];
+    let mut grow = |x: f64, y: f64| {
+        ext = [ext[0].min(x), ext[1].min(y), ext[2].max(x), ext[3].max(y)];
+    };
+    for r in 0..g.ny {
+        for c in 0..g.nx {
+            let k = g.index(r, c);
+            if s.class[k] != 0 || map.simulated[k] > 0.0 {
+                let (x, y) = g.centre(r, c);
+                grow(x, y);
+            }
+        }
+    }
+    if !ext[0].is_finite() {
+        ext = g.extent();
+    }
+    let pad = 0.08 * (ext[2] - ext[0]).max(ext[3] - ext[1]) + 2.0 * g.cell;
+    let ext = [ext[0] - pad, ext[1] - pad, ext[2] + pad, ext[3] + pad];
+    let fb = &data.final_blocks;
+    draw_png(path, size, |root| {
+        let (maps, bar_area) = root.split_horizontally(size.0 - 130);
+        let panels = maps.split_evenly((1, 2));
+        let sources = [("Surveyed deposit thickness", &surveyed), ("Simulated deposit thickness", &map.simulated)];
+        for (panel, (p, (title, values))) in panels.iter().zip(sources).enumerate() {
+            let (mut chart, e) = plan_chart(p, title, ext, "easting (m)", "northing (m)")?;
+            draw_raster(&chart, e, |x, y| {
+                let k = g.cell_of(x, y).map(|(r, c)| g.index(r, c))?;
+                if values[k] > 0.0 {
+                    Some(viridis(values[k] / hi))
+                } else if s.class[k] == CELL_SCAR {
+                    Some(RGBColor(245, 222, 222))
+                } else if s.dz[k].is_finite() {
+                    None
+                } else {
+                    Some(NODATA)
+                }
+            })?;
+            draw_zones(&mut chart, &s.zones, "scar", SCAR_COLOUR, "scar outline")?;
+            draw_zones(&mut chart, &s.zones, "deposit", DEPOSIT_COLOUR, "surveyed deposit outline")?;
+            if panel == 1 {
+                let pts: Vec<(f64, f64)> = (0..fb.len()).filter(|&i| map.deposited[i]).map(|i| (fb.x[i], fb.y[i])).collect();
+                tryp!(chart.draw_series(pts.iter().map(|p| Circle::new(*p, 2, BLACK.filled()))))
+                    .label("block centres")
+                    .legend(|(x, y)| Circle::new((x + 12, y), 3, BLACK.filled()));
+            }
+            legend(&mut chart, SeriesLabelPosition::LowerRight)?;
+        }
+        colour_bar(&bar_area, 0.0, hi, "deposit thickness (m)", viridis)
+    })
+}
+
+/// Scale energies to a readable unit.
+fn energy_unit(max: f64) -> (f64, &'static str) {
+    let m = max.abs();
+    for (s, u) in [(1e12, "TJ"), (1e9, "GJ"), (1e6, "MJ"), (1e3, "kJ")] {
+        if m >= s {
+            return (s, u);
+        }
+    }
+    (1.0, "J")
+}
+
+/// Stacked time-series panels, each `(title, values, colour)`.
+fn energy_panels(config: &Config, path: &Path, title: &str, time: &[f64], panels: &[(&str, &[f64], RGBColor)]) -> Result<(), Error> {
+    let size = (config.figure_width, config.figure_height);
+    let t0 = time.first().copied().unwrap_or(0.0);
+    let t1 = time.last().copied().unwrap_or(1.0).max(t0 + 1e-9);
+    draw_png(path, size, |root| {
+        let root = tryp!(root.titled(title, (FONT, 26)));
+        let areas = root.split_evenly((panels.len(), 1));
+        for (area, (name, values, colour)) in areas.iter().zip(panels) {
+            let fin = values.iter().copied().filter(|v| v.is_finite());
+            let (lo, hi) = fin.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
+            let (lo, hi) = if lo.is_finite() { (lo, hi) } else { (0.0, 1.0) };
+            let (scale, unit) = energy_unit(lo.abs().max(hi.abs()));
+            let (lo, hi) = (lo / scale, hi / scale);
+            let pad = ((hi - lo) * 0.05).max(hi.abs() * 1e-6).max(1e-12);
+            let mut chart = tryp!(
+                ChartBuilder::on(area)
+                    .caption(*name, (FONT, 18))
+                    .margin(8)
+                    .x_label_area_size(40)
+                    .y_label_area_size(90)
+                    .build_cartesian_2d(t0..t1, (lo - pad)..(hi + pad))
+            );
+            tryp!(
+                chart
+                    .configure_mesh()
+                    .x_desc("time (s)")
+                    .y_desc(format!("energy ({unit})"))
+                    .y_labels(5)
+                    .y_label_formatter(&|v| short(*v))
+                    .light_line_style(RGBColor(235, 235, 235))
+                    .label_style((FONT, 13))
+                    .axis_desc_style((FONT, 15))
+                    .draw()
+            );
+            let pts = time.iter().zip(values.iter()).filter(|(_, v)| v.is_finite()).map(|(t, v)| (*t, v / scale));
+            tryp!(chart.draw_series(LineSeries::new(pts, colour.stroke_width(2))));
+        }
+        Ok(())
+    })
+}
+
+fn trajectories_figure(config: &Config, data: &Data, path: &Path, side: bool) -> Result<(), Error> {
+    let size = (config.figure_width, config.figure_height);
+    let tr = &data.trajectories;
+    let blocks = tr.per_block();
+    let n = blocks.len();
+    let keep = config.max_trajectories.max(1);
+    let chosen: Vec<&(u32, std::ops::Range<usize>)> =
+        if n <= keep { blocks.iter().collect() } else { (0..keep).map(|i| &blocks[i * n / keep]).collect() };
+    let coord = |i: usize| if side { (tr.x[i], tr.z[i]) } else { (tr.x[i], tr.y[i]) };
+    let mut ext = [f64::INFINITY, f64::INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY];
+    for i in 0..tr.x.len() {
+        let (x, y) = coord(i);
+        ext = [ext[0].min(x), ext[1].min(y), ext[2].max(x), ext[3].max(y)];
+    }
+    if !side && let Some(s) = &data.survey {
+        for z in &s.zones {
+            for ring in z.polygons.iter().flatten() {
+                for p in ring {
+                    ext = [ext[0].min(p[0]), ext[1].min(p[1]), ext[2].max(p[0]), ext[3].max(p[1])];
+                }
+            }
+        }
+    }
+    if !ext[0].is_finite() {
+        ext = [0.0, 0.0, 1.0, 1.0];
+    }
+    let pad = 0.05 * (ext[2] - ext[0]).max(ext[3] - ext[1]).max(1.0);
+    let ext = [ext[0] - pad, ext[1] - pad, ext[2] + pad, ext[3] + pad];
+    let title = format!(
+        "Block trajectories, {} ({} of {} blocks)",
+        if side { "section easting-elevation" } else { "plan view" },
+        chosen.len(),
+        n
+    );
+    let t_end = tr.time.iter().copied().fold(0.0, f64::max).max(1e-9);
+    draw_png(path, size, |root| {
+        let (map_area, bar_area) = root.split_horizontally(size.0 - 130);
+        let ydesc = if side { "elevation (m)" } else { "northing (m)" };
+        let (mut chart, e) = plan_chart(&map_area, &title, ext, "easting (m)", ydesc)?;
+        if !side && let Some(s) = &data.survey {
+            // Pre-event elevation in grey as background.
+            let (lo, hi) = s.z_pre.iter().copied().filter(|v| v.is_finite()).fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
+            if lo.is_finite() && hi > lo {
+                draw_raster(&chart, e, |x, y| {
+                    let v = sample(&s.grid, &s.z_pre, x, y)?;
+                    v.is_finite().then(|| {
+                        let g = (200.0 + 50.0 * (v - lo) / (hi - lo)) as u8;
+                        RGBColor(g, g, g)
+                    })
+                })?;
+            }
+            draw_zones(&mut chart, &s.zones, "scar", SCAR_COLOUR, "scar outline")?;
+            draw_zones(&mut chart, &s.zones, "deposit", DEPOSIT_COLOUR, "surveyed deposit outline")?;
+        }
+        // Each path coloured by time along it (viridis: dark = start, yellow = end).
+        for (_, r) in &chosen {
+            let idx: Vec<usize> = r.clone().collect();
+            tryp!(chart.draw_series(idx.windows(2).map(|w| {
+                let c = viridis(tr.time[w[1]] / t_end);
+                PathElement::new(vec![coord(w[0]), coord(w[1])], c.stroke_width(1))
+            })));
+        }
+        let starts: Vec<(f64, f64)> = chosen.iter().map(|(_, r)| coord(r.start)).collect();
+        let ends: Vec<(f64, f64)> = chosen.iter().map(|(_, r)| coord(r.end - 1)).collect();
+        tryp!(chart.draw_series(starts.iter().map(|p| Circle::new(*p, 2, BLUE.filled()))))
+            .label("initial position")
+            .legend(|(x, y)| Circle::new((x + 12, y), 3, BLUE.filled()));
+        tryp!(chart.draw_series(ends.iter().map(|p| Circle::new(*p, 2, RED.filled()))))
+            .label("last recorded position")
+            .legend(|(x, y)| Circle::new((x + 12, y), 3, RED.filled()));
+        legend(&mut chart, SeriesLabelPosition::UpperRight)?;
+        colour_bar(&bar_area, 0.0, t_end, "time along the path (s)", viridis)
+    })
+}
+
+/// Draw every figure that the inputs allow into `dir`.
+pub fn draw_all(config: &Config, data: &Data, map: Option<&ThicknessMap>, dir: &Path) -> Result<Vec<Figure>, Error> {
+    let mut figs = Vec::new();
+    let mut add = |file: &str, title: &str, caption: &str| {
+        let path = dir.join(file);
+        figs.push(Figure { file: file.into(), path: path.clone(), title: title.into(), caption: caption.into() });
+        path
+    };
+    if let (Some(s), Some(m)) = (&data.survey, map) {
+        let p = add(
+            "dod.png",
+            "DEM of difference",
+            "Vertical difference post - pre on the DoD grid (red: loss, blue: gain; grey: no data), with the outlines of the scar and deposit zones found by talus diff.",
+        );
+        dod_figure(config, s, &p)?;
+        let p = add(
+            "deposit.png",
+            "Surveyed vs simulated deposit",
+            "Deposit thickness, same colour scale: left the surveyed thickness (positive dz in the deposit zones), right the block volumes spread over their footprints (with the bulking factor), dots the deposited blocks' centres. Outline: the surveyed deposit (magenta) and the scar (black). Thesis Fig. 6.33, made quantitative.",
+        );
+        deposit_figure(config, s, m, data, &p)?;
+    }
+    let e = &data.energies;
+    let p = add(
+        "energy_kinetic.png",
+        "Kinetic energy",
+        "Total, translational and rotational kinetic energy of all blocks against time (thesis Fig. 6.29).",
+    );
+    energy_panels(
+        config,
+        &p,
+        "Kinetic energy",
+        &e.time,
+        &[
+            ("total kinetic energy", &e.kinetic, RGBColor(31, 119, 180)),
+            ("translational kinetic energy", &e.kinetic_translational, RGBColor(44, 160, 44)),
+            ("rotational kinetic energy", &e.kinetic_rotational, RGBColor(214, 39, 40)),
+        ],
+    )?;
+    let p = add(
+        "energy_dissipation.png",
+        "Dissipated and potential energy",
+        "Energy dissipated by the percussions of each step, cumulative dissipation, and potential energy against time (thesis Fig. 6.30).",
+    );
+    energy_panels(
+        config,
+        &p,
+        "Dissipation and potential energy",
+        &e.time,
+        &[
+            ("dissipated in the step (instantaneous)", &e.dissipated, RGBColor(148, 103, 189)),
+            ("cumulative dissipated energy", &e.dissipated_cumulative, RGBColor(140, 86, 75)),
+            ("potential energy", &e.potential, RGBColor(255, 127, 14)),
+        ],
+    )?;
+    let p = add(
+        "trajectories.png",
+        "Trajectories, plan view",
+        "Paths of the block centres, coloured by time; blue dots the initial and red dots the last recorded positions.",
+    );
+    trajectories_figure(config, data, &p, false)?;
+    let p = add(
+        "trajectories_side.png",
+        "Trajectories, section",
+        "The same paths in an easting-elevation section (equal scales).",
+    );
+    trajectories_figure(config, data, &p, true)?;
+    Ok(figs)
+}

@@ -1,0 +1,198 @@
+//! End to end: `talus pipeline` on a reduced synthetic site in a temporary directory.
+//!
+//! * every stage's outputs exist and validate against their schemas;
+//! * the report lists every metric and embeds every figure;
+//! * a second run skips every stage (manifest);
+//! * a run in another directory gives byte-identical Parquet files;
+//! * a stage failure stops the pipeline, names the stage, keeps earlier outputs;
+//! * bad site files (unknown key, missing input) are refused before any stage runs.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use talus_io::read_table;
+use talus_schema::{blocks, compare, diff, points, run, terrain};
+
+const TALUS: &str = env!("CARGO_BIN_EXE_talus");
+
+/// A small synthetic site: a 200 m x 160 m slope, a 20 000 m³ scar, few large blocks,
+/// a few steps of simulation.
+const SITE: &str = r#"
+[site]
+name = "small"
+description = "Reduced synthetic site for the end-to-end test."
+
+[inputs]
+synth = true
+
+[synth]
+seed = 7
+extent = [200.0, 160.0]
+scale = 0.3
+truth_cell = 2.0
+terrain = { cliff_height = 40.0, foot_y = 90.0, river_y = 20.0 }
+scar = { volume = 20000.0, width = 80.0 }
+vegetation = { cover = 0.0 }
+
+[diff]
+
+[seed]
+size = [8.0, 8.0, 10.0]
+
+[run]
+dt = 0.05
+steps = 20
+output_every = 5
+kappa = { mode = "restitution", e = 0.2, tangential_ratio = 1.0 }
+
+[compare]
+figure_width = 800
+figure_height = 600
+"#;
+
+fn talus(dir: &Path, args: &[&str]) -> Output {
+    Command::new(TALUS).args(args).current_dir(dir).output().expect("talus runs")
+}
+
+fn text(o: &Output) -> String {
+    format!("{}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+fn pipeline(dir: &Path) -> Output {
+    talus(dir, &["pipeline", "site.toml", "--out", "runs/small"])
+}
+
+fn site_dir(site: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("site.toml"), site).unwrap();
+    dir
+}
+
+fn parquet_files(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "parquet") {
+                out.push(p.strip_prefix(root).unwrap().to_path_buf());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn synthetic_site_end_to_end() {
+    let a = site_dir(SITE);
+    let o = pipeline(a.path());
+    assert!(o.status.success(), "pipeline failed:\n{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("runs/small/compare/report.html"), "{}", text(&o));
+    let r = a.path().join("runs/small");
+
+    // Every output exists and validates against its schema.
+    for f in ["synth/pre.laz", "synth/post.laz", "synth/truth.json", "diff/summary.json", "terrain/terrain.ply", "compare/metrics.json", "manifest.json"] {
+        assert!(r.join(f).is_file(), "{f} missing");
+    }
+    macro_rules! check {
+        ($f:expr, $schema:expr) => {{
+            let t = read_table(&r.join($f), &$schema).unwrap_or_else(|e| panic!("{}: {e}", $f));
+            assert!(t.num_rows() > 0, "{} is empty", $f);
+        }};
+    }
+    check!("points/pre.parquet", points::core_schema());
+    check!("points/post.parquet", points::core_schema());
+    check!("diff/dod.parquet", diff::dod_schema());
+    check!("diff/zones.parquet", diff::zones_schema());
+    check!("terrain/vertices.parquet", terrain::vertices_schema());
+    check!("terrain/triangles.parquet", terrain::triangles_schema());
+    check!("seed/blocks.parquet", blocks::schema());
+    check!("run/final.parquet", blocks::schema());
+    check!("run/trajectories.parquet", run::trajectories_schema());
+    check!("run/energies.parquet", run::energies_schema());
+    check!("run/diagnostics.parquet", run::diagnostics_schema());
+    check!("compare/metrics.parquet", compare::metrics_schema());
+    check!("compare/thickness.parquet", compare::thickness_schema());
+    assert!(read_table(&r.join("diff/dod.parquet"), &diff::dod_schema()).unwrap().metadata.contains_key(diff::GRID_KEY));
+
+    // The report lists every metric and embeds every figure.
+    let html = std::fs::read_to_string(r.join("compare/report.html")).unwrap();
+    let metrics = read_table(&r.join("compare/metrics.parquet"), &compare::metrics_schema()).unwrap();
+    let names = metrics.strings("metric").unwrap();
+    for m in ["deposit_iou", "volume_overlap", "thickness_rmse", "runout_simulated", "travel_angle_surveyed", "volume_fraction_left_domain"] {
+        assert!(names.iter().any(|n| n == m), "metric {m} missing");
+    }
+    for n in &names {
+        assert!(html.contains(&format!("id=\"metric-{n}\"")), "report lacks metric {n}");
+    }
+    for f in ["dod", "deposit", "energy_kinetic", "energy_dissipation", "trajectories"] {
+        assert!(r.join(format!("compare/figures/{f}.png")).is_file(), "figure {f} missing");
+        assert!(html.contains(&format!("id=\"fig-{f}\"")), "report lacks figure {f}");
+    }
+
+    // Manifest: every stage ran, with hashes.
+    let manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(r.join("manifest.json")).unwrap()).unwrap();
+    let stages = manifest["stages"].as_array().unwrap();
+    let names: Vec<&str> = stages.iter().map(|s| s["stage"].as_str().unwrap()).collect();
+    assert_eq!(names, ["synth", "ingest_pre", "ingest_post", "diff", "terrain", "seed", "run", "compare"]);
+    for s in stages {
+        assert_eq!(s["status"], "ran", "{s}");
+        assert!(!s["outputs"].as_array().unwrap().is_empty());
+        assert_eq!(s["outputs"][0]["sha256"].as_str().unwrap().len(), 64);
+    }
+
+    // A second run skips every stage.
+    let o = pipeline(a.path());
+    assert!(o.status.success(), "{}", text(&o));
+    let manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(r.join("manifest.json")).unwrap()).unwrap();
+    for s in manifest["stages"].as_array().unwrap() {
+        assert_eq!(s["status"], "skipped", "{}", s["stage"]);
+    }
+
+    // Another directory: byte-identical Parquet.
+    let b = site_dir(SITE);
+    let o = pipeline(b.path());
+    assert!(o.status.success(), "{}", text(&o));
+    let rb = b.path().join("runs/small");
+    let files = parquet_files(&r);
+    assert_eq!(files, parquet_files(&rb));
+    assert!(files.len() >= 14, "{files:?}");
+    for f in &files {
+        assert!(std::fs::read(r.join(f)).unwrap() == std::fs::read(rb.join(f)).unwrap(), "{} differs between runs", f.display());
+    }
+
+    // A failing stage: the run refuses dt < 0; earlier stages are skipped, their outputs stay.
+    std::fs::write(b.path().join("site.toml"), SITE.replace("dt = 0.05", "dt = -1.0")).unwrap();
+    let before = std::fs::read(rb.join("seed/blocks.parquet")).unwrap();
+    let o = pipeline(b.path());
+    assert!(!o.status.success());
+    let msg = text(&o);
+    assert!(msg.contains("stage `run` failed") && msg.contains("dt"), "{msg}");
+    assert_eq!(std::fs::read(rb.join("seed/blocks.parquet")).unwrap(), before);
+    let manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(rb.join("manifest.json")).unwrap()).unwrap();
+    let last = manifest["stages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!((last["stage"].as_str(), last["status"].as_str()), (Some("run"), Some("failed")));
+}
+
+#[test]
+fn bad_site_files_are_refused_before_any_stage() {
+    for (site, needle) in [
+        (SITE.replace("[site]\n", "[site]\nnmae = \"x\"\n"), "nmae"),
+        (SITE.replace("[diff]\n", "[diff]\nbogus_option = 1\n"), "bogus_option"),
+        (SITE.replace("[compare]\n", "[compare]\nbulking = 1.2\n"), "bulking"),
+        (SITE.replace("[inputs]\nsynth = true", "[inputs]\npre = [\"data/pre.laz\"]\npost = [\"data/post.laz\"]"), "data/pre.laz"),
+        (format!("{SITE}\n[extra]\nx = 1\n"), "extra"),
+    ] {
+        let d = site_dir(&site);
+        let o = pipeline(d.path());
+        assert!(!o.status.success());
+        let msg = text(&o);
+        assert!(msg.contains(needle), "expected `{needle}` in:\n{msg}");
+        assert!(!d.path().join("runs/small/manifest.json").exists(), "a stage ran for {needle}");
+    }
+    let d = site_dir(SITE);
+    let o = talus(d.path(), &["pipeline", "site.toml", "--out", "runs/small", "--from", "simulate"]);
+    assert!(!o.status.success() && text(&o).contains("simulate"));
+}
