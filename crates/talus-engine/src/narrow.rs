@@ -186,7 +186,7 @@ fn face_contacts(rf: &Obb, inc: &Obb, k: usize, tol: f64, out: &mut Vec<Touch>) 
     let eps = 1e-9 * rf.scale().max(inc.scale());
     for axis_i in [(k + 1) % 3, (k + 2) % 3] {
         for side in [1.0, -1.0] {
-            poly = clip(&poly, axis_i, side, rf.h[axis_i] + eps);
+            poly = clip(&poly, axis_i, side, rf.h[axis_i]);
             if poly.is_empty() {
                 return;
             }

@@ -83,6 +83,8 @@ pub struct Tin {
     tri_edges: Vec<[u32; 3]>,
     /// For each vertex, whether it ends a sharp edge.
     sharp_vertex: Vec<bool>,
+    /// xy bounding box of each triangle.
+    boxes: Vec<([f64; 2], [f64; 2])>,
     grid: Grid2,
 }
 
@@ -254,7 +256,7 @@ impl Tin {
             }
             k = m;
         }
-        Ok(Tin { vertices, triangles, normals, edges, tri_edges, sharp_vertex, grid })
+        Ok(Tin { vertices, triangles, normals, edges, tri_edges, sharp_vertex, boxes, grid })
     }
 
     /// Number of triangles.
@@ -321,6 +323,10 @@ impl Tin {
         }
         out.sort_unstable();
         out.dedup();
+        out.retain(|&t| {
+            let (a, b) = &self.boxes[t as usize];
+            a[0] <= hi[0] && b[0] >= lo[0] && a[1] <= hi[1] && b[1] >= lo[1]
+        });
     }
 
     /// Barycentric xy coordinates of (x, y) in triangle `t` (None if its xy area is zero).
