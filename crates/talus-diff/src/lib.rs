@@ -1,1 +1,364 @@
-//! placeholder
+//! Point-cloud differencing of a pre- and a post-event survey.
+//!
+//! * **DEM of difference** ([`dod`]): both surveys gridded at a cell size,
+//!   `dz = z_post - z_pre`, per-cell error `sigma_dz = sqrt(sigma_pre^2 + sigma_post^2)`
+//!   with `sigma^2 = s^2/n + accuracy^2` (point spread and stated survey accuracy), level
+//!   of detection `LoD = z_c sigma_dz` at the configured confidence, significant cells
+//!   `|dz| > LoD`.
+//! * **Volumes and zones** ([`zones`]): loss and gain `V = sum |dz| A` over significant
+//!   cells with their error; connected regions of significant loss (`scar`) and gain
+//!   (`deposit`) traced into polygons (GeoParquet).
+//! * **M3C2** ([`m3c2`], Lague et al. 2013, py4dgeo's definitions): distance along a PCA
+//!   normal between the mean (or median) positions of both surveys in a projection
+//!   cylinder, `LoD95 = 1.96 (sqrt(s1^2/n1 + s2^2/n2) + registration error)`.
+//! * **C2C** ([`c2c`]): nearest-neighbour distance of each post point to the pre cloud.
+//!
+//! [`run`] reads two points tables and writes `dod.parquet`, `zones.parquet`,
+//! `m3c2.parquet`, `c2c.parquet` and `summary.json`; [`diff_clouds`] does the same work on
+//! in-memory points.
+
+pub mod c2c;
+pub mod config;
+pub mod dod;
+pub mod m3c2;
+mod output;
+pub mod zones;
+
+pub use config::Config;
+pub use dod::{Dod, Grid};
+pub use zones::{Volume, Zone, ZoneKind};
+
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use talus_io::{Crs, Progress};
+
+/// Errors of the differencing stage. Messages name the file and the problem.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("diff configuration: {0}")]
+    Config(String),
+    #[error(transparent)]
+    Io(#[from] talus_io::IoError),
+    #[error(
+        "the surveys are in different coordinate reference systems: {pre} is in {pre_crs}, {post} is in {post_crs}; reproject one of them, or set `same_crs = true` if they are in fact the same"
+    )]
+    CrsMismatch { pre: PathBuf, pre_crs: String, post: PathBuf, post_crs: String },
+    #[error("{path}: no points left after keeping classes {classes:?} (of {total} points)")]
+    EmptyAfterFilter { path: PathBuf, classes: Vec<u8>, total: usize },
+    #[error("{path}: point {index} has a non-finite coordinate")]
+    NonFinite { path: PathBuf, index: usize },
+    #[error(
+        "the surveys do not overlap: {pre} covers {pre_box:?}, {post} covers {post_box:?} (boxes are [xmin, ymin, xmax, ymax])"
+    )]
+    NoOverlap { pre: PathBuf, pre_box: [f64; 4], post: PathBuf, post_box: [f64; 4] },
+    #[error(
+        "no {cell} m grid cell holds points of both surveys ({pre} and {post}) after filtering: the overlap is empty"
+    )]
+    EmptyOverlap { cell: f64, pre: PathBuf, post: PathBuf },
+    #[error("{path}: cannot build the output table: {source}")]
+    Arrow {
+        path: PathBuf,
+        #[source]
+        source: arrow::error::ArrowError,
+    },
+}
+
+/// What `talus diff` reports (also written as `summary.json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    /// CRS of the outputs.
+    pub crs: String,
+    /// Pre-event points used (after class filtering).
+    pub points_pre: usize,
+    /// Post-event points used.
+    pub points_post: usize,
+    /// DoD grid geometry.
+    pub grid: Grid,
+    /// Cells with both elevations.
+    pub cells_compared: usize,
+    /// Cells with |dz| > LoD.
+    pub cells_significant: usize,
+    /// z-score of the LoD.
+    pub lod_z_score: f64,
+    /// Median LoD over the compared cells, m.
+    pub lod_median: f64,
+    /// Significant loss (all significant cells with dz < 0).
+    pub loss: Volume,
+    /// Significant gain.
+    pub gain: Volume,
+    /// Gain - loss over significant cells, m^3.
+    pub net_volume: f64,
+    /// Loss over every compared cell, without the LoD threshold, m^3.
+    pub loss_unthresholded: f64,
+    /// Gain over every compared cell, without the LoD threshold, m^3.
+    pub gain_unthresholded: f64,
+    /// Change zones (scar, deposit, ...).
+    pub zones: Vec<Zone>,
+    /// M3C2 figures.
+    pub m3c2: M3c2Summary,
+    /// C2C figures.
+    pub c2c: C2cSummary,
+}
+
+/// M3C2 figures of a run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct M3c2Summary {
+    pub core_points: usize,
+    /// Core points with a distance.
+    pub valid: usize,
+    /// Core points flagged (no normal or too few points).
+    pub flagged: usize,
+    /// Valid core points with |distance| > LoD95.
+    pub significant: usize,
+    /// Mean distance over valid core points, m.
+    pub mean_distance: f64,
+    /// Median LoD95 over valid core points, m.
+    pub median_uncertainty: f64,
+}
+
+/// C2C figures of a run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct C2cSummary {
+    pub points: usize,
+    /// Mean nearest-neighbour distance, m.
+    pub mean_distance: f64,
+    /// Median nearest-neighbour distance, m.
+    pub median_distance: f64,
+    /// Largest nearest-neighbour distance, m.
+    pub max_distance: f64,
+}
+
+/// Everything computed by a differencing run, in memory.
+pub struct DiffResult {
+    pub dod: Dod,
+    pub zones: Vec<Zone>,
+    pub m3c2: Vec<m3c2::M3c2Row>,
+    pub c2c: Vec<c2c::C2cRow>,
+    pub summary: Summary,
+}
+
+/// The points of one survey kept for differencing.
+pub fn filter_points(
+    path: &Path,
+    x: &[f64],
+    y: &[f64],
+    z: &[f64],
+    class: &[u8],
+    classes: &[u8],
+) -> Result<Vec<[f64; 3]>, Error> {
+    let mut out = Vec::with_capacity(x.len());
+    for i in 0..x.len() {
+        if !classes.is_empty() && !classes.contains(&class[i]) {
+            continue;
+        }
+        let p = [x[i], y[i], z[i]];
+        if !p.iter().all(|v| v.is_finite()) {
+            return Err(Error::NonFinite { path: path.to_path_buf(), index: i });
+        }
+        out.push(p);
+    }
+    if out.is_empty() {
+        return Err(Error::EmptyAfterFilter { path: path.to_path_buf(), classes: classes.to_vec(), total: x.len() });
+    }
+    Ok(out)
+}
+
+fn bbox(p: &[[f64; 3]]) -> [f64; 4] {
+    p.iter().fold([f64::INFINITY, f64::INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY], |b, q| {
+        [b[0].min(q[0]), b[1].min(q[1]), b[2].max(q[0]), b[3].max(q[1])]
+    })
+}
+
+/// Difference two in-memory surveys (already filtered). `names` label them in errors.
+pub fn diff_clouds(
+    config: &Config,
+    pre: Vec<[f64; 3]>,
+    post: Vec<[f64; 3]>,
+    names: (&Path, &Path),
+    progress: &dyn Progress,
+) -> Result<DiffResult, Error> {
+    config.validate()?;
+    let (bp, bq) = (bbox(&pre), bbox(&post));
+    let (xmin, ymin, xmax, ymax) = (bp[0].max(bq[0]), bp[1].max(bq[1]), bp[2].min(bq[2]), bp[3].min(bq[3]));
+    if !(xmin <= xmax && ymin <= ymax) {
+        return Err(Error::NoOverlap {
+            pre: names.0.to_path_buf(),
+            pre_box: bp,
+            post: names.1.to_path_buf(),
+            post_box: bq,
+        });
+    }
+    progress.start("dod", 0);
+    let grid = Grid::covering(xmin, ymin, xmax, ymax, config.dod.cell_size);
+    let dod = dod::difference(grid, &pre, &post, &config.dod);
+    let compared: Vec<usize> = (0..grid.len()).filter(|&i| dod.dz[i].is_finite()).collect();
+    if compared.is_empty() {
+        return Err(Error::EmptyOverlap {
+            cell: config.dod.cell_size,
+            pre: names.0.to_path_buf(),
+            post: names.1.to_path_buf(),
+        });
+    }
+    let zones = zones::find_zones(&dod, &config.zones, config.dod.volume_error);
+    progress.finish();
+
+    let ve = config.dod.volume_error;
+    let loss_cells: Vec<usize> = compared.iter().copied().filter(|&i| dod.significant[i] && dod.dz[i] < 0.0).collect();
+    let gain_cells: Vec<usize> = compared.iter().copied().filter(|&i| dod.significant[i] && dod.dz[i] > 0.0).collect();
+    let loss = zones::volume_of(&dod, loss_cells.iter().copied(), ve);
+    let gain = zones::volume_of(&dod, gain_cells.iter().copied(), ve);
+    let a = grid.cell_area();
+    let loss_unthresholded = compared.iter().map(|&i| (-dod.dz[i]).max(0.0) * a).sum();
+    let gain_unthresholded = compared.iter().map(|&i| dod.dz[i].max(0.0) * a).sum();
+    let mut lods: Vec<f64> = compared.iter().map(|&i| dod.lod[i]).collect();
+    let lod_median = median(&mut lods);
+
+    // M3C2 and C2C share the pre-event k-d tree.
+    let (pre_n, post_n) = (pre.len(), post.len());
+    let need_tree = config.m3c2.enabled || config.c2c.enabled;
+    let pre_cloud = need_tree.then(|| m3c2::Cloud::new(pre));
+    let mut m3c2_rows = Vec::new();
+    let mut m3c2_summary = M3c2Summary::default();
+    let mut post_points = Some(post);
+    if config.m3c2.enabled {
+        let pre_cloud = pre_cloud.as_ref().expect("tree built");
+        let cores: Vec<[f64; 3]> = match config.m3c2.core_points {
+            config::CorePoints::All => pre_cloud.points.clone(),
+            config::CorePoints::Spacing => m3c2::subsample(&pre_cloud.points, config.m3c2.core_spacing),
+            config::CorePoints::DodCells => (0..grid.len())
+                .filter(|&i| dod.pre.z[i].is_finite())
+                .map(|i| {
+                    let (x, y) = grid.centre(i);
+                    [x, y, dod.pre.z[i]]
+                })
+                .collect(),
+        };
+        progress.start("m3c2", cores.len() as u64);
+        let post_cloud = m3c2::Cloud::new(post_points.take().expect("post points"));
+        m3c2_rows = m3c2::m3c2(pre_cloud, &post_cloud, &cores, &config.m3c2);
+        progress.inc(cores.len() as u64);
+        progress.finish();
+        post_points = Some(post_cloud.points);
+        m3c2_summary = summarize_m3c2(&m3c2_rows);
+    }
+    let mut c2c_rows = Vec::new();
+    let mut c2c_summary = C2cSummary::default();
+    if config.c2c.enabled {
+        let post = post_points.as_ref().expect("post points");
+        progress.start("c2c", post.len() as u64);
+        c2c_rows = c2c::c2c(pre_cloud.as_ref().expect("tree built"), post, config.c2c.plane_neighbours);
+        progress.inc(post.len() as u64);
+        progress.finish();
+        let mut d: Vec<f64> = c2c_rows.iter().map(|r| r.distance).collect();
+        c2c_summary = C2cSummary {
+            points: d.len(),
+            mean_distance: d.iter().sum::<f64>() / d.len().max(1) as f64,
+            max_distance: d.iter().copied().fold(0.0, f64::max),
+            median_distance: median(&mut d),
+        };
+    }
+
+    let summary = Summary {
+        crs: String::new(),
+        points_pre: pre_n,
+        points_post: post_n,
+        grid,
+        cells_compared: compared.len(),
+        cells_significant: loss.cells + gain.cells,
+        lod_z_score: dod.z_score,
+        lod_median,
+        loss,
+        gain,
+        net_volume: gain.volume - loss.volume,
+        loss_unthresholded,
+        gain_unthresholded,
+        zones: zones.clone(),
+        m3c2: m3c2_summary,
+        c2c: c2c_summary,
+    };
+    Ok(DiffResult { dod, zones, m3c2: m3c2_rows, c2c: c2c_rows, summary })
+}
+
+fn summarize_m3c2(rows: &[m3c2::M3c2Row]) -> M3c2Summary {
+    let valid: Vec<&m3c2::M3c2Row> = rows.iter().filter(|r| r.flag == 0).collect();
+    let mut lods: Vec<f64> = valid.iter().map(|r| r.uncertainty).collect();
+    M3c2Summary {
+        core_points: rows.len(),
+        valid: valid.len(),
+        flagged: rows.len() - valid.len(),
+        significant: valid.iter().filter(|r| r.significant).count(),
+        mean_distance: valid.iter().map(|r| r.distance).sum::<f64>() / valid.len().max(1) as f64,
+        median_uncertainty: median(&mut lods),
+    }
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_unstable_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 { v[n / 2] } else { 0.5 * (v[n / 2 - 1] + v[n / 2]) }
+}
+
+/// The output files of a run in `out_dir`.
+pub fn output_paths(out_dir: &Path) -> [PathBuf; 5] {
+    ["dod.parquet", "zones.parquet", "m3c2.parquet", "c2c.parquet", "summary.json"].map(|n| out_dir.join(n))
+}
+
+/// Read two points tables, difference them, write every output into `out_dir`.
+pub fn run(
+    config: &Config,
+    pre_path: &Path,
+    post_path: &Path,
+    out_dir: &Path,
+    progress: &dyn Progress,
+) -> Result<Summary, Error> {
+    config.validate()?;
+    let schema = talus_schema::points::core_schema();
+    progress.start("read", 0);
+    let mut crs_of = Vec::new();
+    let mut clouds = Vec::new();
+    for path in [pre_path, post_path] {
+        let t = talus_io::read_table(path, &schema)?;
+        crs_of.push(t.provenance().crs);
+        let (x, y, z, c) = (t.f64s("x")?, t.f64s("y")?, t.f64s("z")?, t.u8s("classification")?);
+        drop(t);
+        clouds.push(filter_points(path, &x, &y, &z, &c, &config.classes)?);
+    }
+    progress.finish();
+    let crs = check_crs(config, pre_path, &crs_of[0], post_path, &crs_of[1])?;
+    let post = clouds.pop().expect("two clouds");
+    let pre = clouds.pop().expect("two clouds");
+    let mut result = diff_clouds(config, pre, post, (pre_path, post_path), progress)?;
+    result.summary.crs = crs.as_ref().map_or_else(|| "unknown".to_string(), Crs::label);
+    progress.start("write", 0);
+    output::write_all(config, &result, crs.as_ref(), &[pre_path, post_path], out_dir)?;
+    progress.finish();
+    Ok(result.summary)
+}
+
+/// The CRS of the outputs, or an error when the surveys disagree.
+fn check_crs(
+    config: &Config,
+    pre: &Path,
+    a: &Option<Crs>,
+    post: &Path,
+    b: &Option<Crs>,
+) -> Result<Option<Crs>, Error> {
+    let label = |c: &Option<Crs>| c.as_ref().map_or_else(|| "an unknown CRS".to_string(), Crs::label);
+    let same = match (a, b) {
+        (Some(x), Some(y)) => x.same_as(y),
+        (None, None) => true,
+        _ => false,
+    };
+    if !same && !config.same_crs {
+        return Err(Error::CrsMismatch {
+            pre: pre.to_path_buf(),
+            pre_crs: label(a),
+            post: post.to_path_buf(),
+            post_crs: label(b),
+        });
+    }
+    Ok(a.clone().or_else(|| b.clone()))
+}

@@ -49,3 +49,55 @@ pub fn zones_schema() -> Schema {
         field("geometry", DataType::Binary, false, "WKB", "zone outline (Polygon or MultiPolygon)"),
     ])
 }
+
+/// Cloud-to-cloud distances: one row per post-event point, measured to the pre-event cloud.
+pub fn c2c_schema() -> Schema {
+    let f = |n: &str, u: &str, d: &str| field(n, DataType::Float64, false, u, d);
+    Schema::new(vec![
+        f("x", "m", "post-event point, easting"),
+        f("y", "m", "post-event point, northing"),
+        f("z", "m", "post-event point, elevation"),
+        f("c2c_distance", "m", "3D distance to the nearest pre-event point"),
+        f("c2c_dx", "m", "easting component of (post point - nearest pre point)"),
+        f("c2c_dy", "m", "northing component of (post point - nearest pre point)"),
+        f("c2c_dz", "m", "vertical component of (post point - nearest pre point)"),
+        f(
+            "c2c_plane_distance",
+            "m",
+            "signed distance to the plane fitted through the nearest pre-event points (normal oriented up); NaN if not computed",
+        ),
+    ])
+}
+
+/// M3C2 distances (Lague et al. 2013): one row per core point. Column names follow
+/// PDAL's `filters.m3c2` (`m3c2_distance`, `m3c2_uncertainty`, `m3c2_significant`,
+/// `m3c2_std_dev1/2`, `m3c2_count1/2`); cloud 1 is the pre-event survey, cloud 2 the post.
+pub fn m3c2_schema() -> Schema {
+    let f = |n: &str, u: &str, d: &str| field(n, DataType::Float64, false, u, d);
+    Schema::new(vec![
+        f("x", "m", "core point, easting"),
+        f("y", "m", "core point, northing"),
+        f("z", "m", "core point, elevation"),
+        f("m3c2_normal_x", "1", "unit normal (projection direction), easting component; NaN if undefined"),
+        f("m3c2_normal_y", "1", "unit normal, northing component"),
+        f("m3c2_normal_z", "1", "unit normal, vertical component"),
+        f("m3c2_distance", "m", "signed distance post - pre along the normal (NaN if flagged)"),
+        f(
+            "m3c2_uncertainty",
+            "m",
+            "level of detection LoD95 = 1.96 (sqrt(s1^2/n1 + s2^2/n2) + registration error)",
+        ),
+        field("m3c2_significant", DataType::Boolean, false, "1", "|distance| > LoD95 (false when flagged)"),
+        f("m3c2_std_dev1", "m", "spread of the pre-event points along the normal in the cylinder (std. dev. or IQR)"),
+        f("m3c2_std_dev2", "m", "spread of the post-event points along the normal in the cylinder"),
+        field("m3c2_count1", DataType::UInt32, false, "1", "pre-event points in the cylinder"),
+        field("m3c2_count2", DataType::UInt32, false, "1", "post-event points in the cylinder"),
+        field(
+            "m3c2_flag",
+            DataType::UInt8,
+            false,
+            "1",
+            "bit set: 1 = normal undefined, 2 = too few pre-event points, 4 = too few post-event points; 0 = valid",
+        ),
+    ])
+}

@@ -1,0 +1,186 @@
+//! Writing the outputs: every table is built in memory first, then each file is written
+//! atomically; if a later file fails, the ones already written by this run are removed,
+//! so a failed run leaves no partial set of outputs.
+
+use crate::{DiffResult, Error, output_paths};
+use arrow::array::{ArrayRef, BinaryArray, BooleanArray, Float64Array, Int32Array, RecordBatch, StringArray, UInt8Array, UInt32Array};
+use arrow::datatypes::Schema;
+use std::path::Path;
+use std::sync::Arc;
+use talus_io::{Crs, Provenance, geo};
+use talus_schema::diff::{GRID_KEY, c2c_schema, dod_schema, m3c2_schema, zones_schema};
+
+const CHUNK: usize = 1 << 20;
+
+fn f64a(v: impl IntoIterator<Item = f64>) -> ArrayRef {
+    Arc::new(Float64Array::from_iter_values(v))
+}
+
+fn batch(path: &Path, schema: &Arc<Schema>, cols: Vec<ArrayRef>) -> Result<RecordBatch, Error> {
+    RecordBatch::try_new(schema.clone(), cols).map_err(|source| Error::Arrow { path: path.to_path_buf(), source })
+}
+
+/// Write one table from row chunks.
+fn write_chunks(
+    path: &Path,
+    schema: Arc<Schema>,
+    prov: &Provenance,
+    rows: usize,
+    mut build: impl FnMut(std::ops::Range<usize>) -> Vec<ArrayRef>,
+) -> Result<(), Error> {
+    let mut sink = talus_io::ParquetSink::create(path, schema.clone(), prov)?;
+    let mut start = 0;
+    loop {
+        let end = (start + CHUNK).min(rows);
+        let b = batch(path, &schema, build(start..end))?;
+        sink.write(&b)?;
+        start = end;
+        if start >= rows {
+            break;
+        }
+    }
+    sink.finish()?;
+    Ok(())
+}
+
+pub(crate) fn write_all(
+    config: &crate::Config,
+    r: &DiffResult,
+    crs: Option<&Crs>,
+    inputs: &[&Path],
+    out_dir: &Path,
+) -> Result<(), Error> {
+    let paths = output_paths(out_dir);
+    let mut written: Vec<&Path> = Vec::new();
+    let result = (|| {
+        let base = Provenance::new("diff", env!("CARGO_PKG_VERSION"), config).with_inputs(inputs)?.with_crs(crs.cloned());
+        write_dod(&paths[0], r, &base)?;
+        written.push(&paths[0]);
+        write_zones(&paths[1], r, &base, crs)?;
+        written.push(&paths[1]);
+        write_m3c2(&paths[2], r, &base)?;
+        written.push(&paths[2]);
+        write_c2c(&paths[3], r, &base)?;
+        written.push(&paths[3]);
+        let mut summary = serde_json::to_vec_pretty(&r.summary).unwrap_or_default();
+        summary.push(b'\n');
+        talus_io::AtomicFile::write_all(&paths[4], &summary)?;
+        Ok(())
+    })();
+    if result.is_err() {
+        for p in written {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+    result
+}
+
+fn write_dod(path: &Path, r: &DiffResult, base: &Provenance) -> Result<(), Error> {
+    let d = &r.dod;
+    let g = d.grid;
+    let mut zone_of = vec![-1i32; g.len()];
+    for z in &r.zones {
+        for &i in &z.cells {
+            zone_of[i] = z.zone_id;
+        }
+    }
+    let prov = base.clone().with_extra(GRID_KEY, serde_json::to_string(&g).unwrap_or_default());
+    write_chunks(path, Arc::new(dod_schema()), &prov, g.len(), |rg| {
+        vec![
+            Arc::new(UInt32Array::from_iter_values(rg.clone().map(|i| (i / g.nx) as u32))),
+            Arc::new(UInt32Array::from_iter_values(rg.clone().map(|i| (i % g.nx) as u32))),
+            f64a(rg.clone().map(|i| g.centre(i).0)),
+            f64a(rg.clone().map(|i| g.centre(i).1)),
+            f64a(rg.clone().map(|i| d.pre.z[i])),
+            f64a(rg.clone().map(|i| d.post.z[i])),
+            f64a(rg.clone().map(|i| d.dz[i])),
+            f64a(rg.clone().map(|i| d.dz_error[i])),
+            f64a(rg.clone().map(|i| d.lod[i])),
+            Arc::new(BooleanArray::from(d.significant[rg.clone()].to_vec())),
+            Arc::new(UInt32Array::from_iter_values(rg.clone().map(|i| d.pre.n[i]))),
+            Arc::new(UInt32Array::from_iter_values(rg.clone().map(|i| d.post.n[i]))),
+            Arc::new(Int32Array::from_iter_values(rg.map(|i| zone_of[i]))),
+        ]
+    })
+}
+
+fn write_zones(path: &Path, r: &DiffResult, base: &Provenance, crs: Option<&Crs>) -> Result<(), Error> {
+    let zs = &r.zones;
+    let mut bb = [f64::INFINITY, f64::INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY];
+    let mut wkb = Vec::new();
+    let mut types: Vec<&str> = Vec::new();
+    for z in zs {
+        for p in z.polygons.iter().flatten().flatten() {
+            bb = [bb[0].min(p[0]), bb[1].min(p[1]), bb[2].max(p[0]), bb[3].max(p[1])];
+        }
+        let (w, t) = if z.polygons.len() == 1 {
+            (geo::wkb_polygon(&z.polygons[0]), "Polygon")
+        } else {
+            (geo::wkb_multipolygon(&z.polygons), "MultiPolygon")
+        };
+        wkb.push(w);
+        if !types.contains(&t) {
+            types.push(t);
+        }
+    }
+    types.sort_unstable();
+    let meta = geo::geo_metadata("geometry", &types, crs, (!zs.is_empty()).then_some(bb));
+    let prov = base.clone().with_extra(geo::GEO_KEY, meta);
+    let schema = Arc::new(zones_schema());
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(Int32Array::from_iter_values(zs.iter().map(|z| z.zone_id))),
+        Arc::new(StringArray::from_iter_values(zs.iter().map(|z| z.kind.name()))),
+        f64a(zs.iter().map(|z| z.area)),
+        f64a(zs.iter().map(|z| z.volume.volume)),
+        f64a(zs.iter().map(|z| z.volume.error)),
+        Arc::new(UInt32Array::from_iter_values(zs.iter().map(|z| z.cells.len() as u32))),
+        f64a(zs.iter().map(|z| z.centroid[0])),
+        f64a(zs.iter().map(|z| z.centroid[1])),
+        f64a(zs.iter().map(|z| z.z_max)),
+        f64a(zs.iter().map(|z| z.z_min)),
+        Arc::new(BinaryArray::from_iter_values(wkb.iter())),
+    ];
+    let b = batch(path, &schema, cols)?;
+    talus_io::write_parquet(path, schema, &[b], &prov)?;
+    Ok(())
+}
+
+fn write_m3c2(path: &Path, r: &DiffResult, base: &Provenance) -> Result<(), Error> {
+    let m = &r.m3c2;
+    write_chunks(path, Arc::new(m3c2_schema()), base, m.len(), |rg| {
+        let s = &m[rg];
+        vec![
+            f64a(s.iter().map(|r| r.core[0])),
+            f64a(s.iter().map(|r| r.core[1])),
+            f64a(s.iter().map(|r| r.core[2])),
+            f64a(s.iter().map(|r| r.normal[0])),
+            f64a(s.iter().map(|r| r.normal[1])),
+            f64a(s.iter().map(|r| r.normal[2])),
+            f64a(s.iter().map(|r| r.distance)),
+            f64a(s.iter().map(|r| r.uncertainty)),
+            Arc::new(BooleanArray::from(s.iter().map(|r| r.significant).collect::<Vec<_>>())),
+            f64a(s.iter().map(|r| r.std_dev1)),
+            f64a(s.iter().map(|r| r.std_dev2)),
+            Arc::new(UInt32Array::from_iter_values(s.iter().map(|r| r.count1))),
+            Arc::new(UInt32Array::from_iter_values(s.iter().map(|r| r.count2))),
+            Arc::new(UInt8Array::from_iter_values(s.iter().map(|r| r.flag))),
+        ]
+    })
+}
+
+fn write_c2c(path: &Path, r: &DiffResult, base: &Provenance) -> Result<(), Error> {
+    let c = &r.c2c;
+    write_chunks(path, Arc::new(c2c_schema()), base, c.len(), |rg| {
+        let s = &c[rg];
+        vec![
+            f64a(s.iter().map(|r| r.point[0])),
+            f64a(s.iter().map(|r| r.point[1])),
+            f64a(s.iter().map(|r| r.point[2])),
+            f64a(s.iter().map(|r| r.distance)),
+            f64a(s.iter().map(|r| r.delta[0])),
+            f64a(s.iter().map(|r| r.delta[1])),
+            f64a(s.iter().map(|r| r.delta[2])),
+            f64a(s.iter().map(|r| r.plane_distance)),
+        ]
+    })
+}

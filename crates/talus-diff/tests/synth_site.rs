@@ -1,0 +1,80 @@
+//! The DoD on the committed synthetic Piton Marcel site (`data/piton-marcel/`, written by
+//! `talus synth`) against its truth: scar and deposit volumes within their stated error,
+//! scar outline overlapping the true scar with IoU >= 0.9. Skips with a printed reason
+//! when the site has not been generated.
+
+use std::path::{Path, PathBuf};
+use talus_diff::{Config, ZoneKind};
+use talus_io::NoProgress;
+
+fn site_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/piton-marcel")
+}
+
+fn read_las(path: &Path) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<u8>) {
+    let mut r = las::Reader::from_path(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let pd = r.read_all().unwrap();
+    (pd.x().collect(), pd.y().collect(), pd.z().collect(), pd.classification().collect())
+}
+
+/// The configuration the pipeline uses for this site (`[diff]` of pipelines/piton-marcel.toml
+/// is expected to match: 2 m cells, ground only).
+fn site_config() -> Config {
+    let mut c = Config::default();
+    c.dod.cell_size = 2.0;
+    c.m3c2.enabled = false;
+    c.c2c.enabled = false;
+    c
+}
+
+#[test]
+fn volumes_and_scar_match_the_truth() {
+    let dir = site_dir();
+    let (pre_p, post_p) = (dir.join("pre.laz"), dir.join("post.laz"));
+    if !(pre_p.exists() && post_p.exists() && dir.join("truth.json").exists() && dir.join("truth.parquet").exists()) {
+        println!("SKIP: {} has no pre.laz/post.laz/truth.json/truth.parquet yet (run `talus synth`)", dir.display());
+        return;
+    }
+    let cfg = site_config();
+    let load = |p: &Path| {
+        let (x, y, z, c) = read_las(p);
+        talus_diff::filter_points(p, &x, &y, &z, &c, &cfg.classes).unwrap()
+    };
+    let r = talus_diff::diff_clouds(&cfg, load(&pre_p), load(&post_p), (&pre_p, &post_p), &NoProgress).unwrap();
+    let truth: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("truth.json")).unwrap()).unwrap();
+    let tv = |k: &str| truth[k]["volume"].as_f64().unwrap();
+    let scar = r.zones.iter().find(|z| z.kind == ZoneKind::Scar).expect("a scar");
+    let dep = r.zones.iter().find(|z| z.kind == ZoneKind::Deposit).expect("a deposit");
+    println!(
+        "scar: {:.0} ± {:.0} m³ (truth {:.0}), deposit: {:.0} ± {:.0} m³ (truth {:.0}); all loss {:.0}, all gain {:.0}",
+        scar.volume.volume,
+        scar.volume.error,
+        tv("scar"),
+        dep.volume.volume,
+        dep.volume.error,
+        tv("deposit"),
+        r.summary.loss.volume,
+        r.summary.gain.volume
+    );
+    // Stated error is 1 sigma; accept 2 sigma.
+    assert!((scar.volume.volume - tv("scar")).abs() <= 2.0 * scar.volume.error, "scar volume");
+    assert!((dep.volume.volume - tv("deposit")).abs() <= 2.0 * dep.volume.error, "deposit volume");
+
+    // IoU on the truth grid: truth cells in the scar vs truth cell centres inside our outline.
+    let t = talus_io::read_table(&dir.join("truth.parquet"), &arrow::datatypes::Schema::empty()).unwrap();
+    let (x, y, in_scar) = (t.f64s("x").unwrap(), t.f64s("y").unwrap(), t.bools("in_scar").unwrap());
+    let inside = |p: [f64; 2]| {
+        scar.polygons.iter().any(|poly| {
+            talus_diff::zones::point_in_ring(p, &poly[0]) && !poly[1..].iter().any(|h| talus_diff::zones::point_in_ring(p, h))
+        })
+    };
+    let (mut inter, mut union) = (0usize, 0usize);
+    for i in 0..x.len() {
+        let ours = inside([x[i], y[i]]);
+        inter += usize::from(ours && in_scar[i]);
+        union += usize::from(ours || in_scar[i]);
+    }
+    let iou = inter as f64 / union as f64;
+    println!("scar IoU {iou:.3} ({inter} / {union} truth cells)");
+    assert!(iou >= 0.9, "IoU {iou}");
+}
