@@ -18,7 +18,7 @@ use talus_engine::statics::{Plane, Statics};
 /// of pitch 0.9 m: neighbours touch or overlap slightly, as in a settled heap.
 fn heap(n: usize, seed: u64) -> Vec<Block> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let pitch = 0.9;
+    let pitch: f64 = 0.9;
     // Cone of height H and base radius 2H holding n cells: n ≈ (π/3)(2H)²H / pitch³.
     let h = (n as f64 * pitch.powi(3) * 3.0 / (4.0 * std::f64::consts::PI)).cbrt() + pitch;
     let r = 2.0 * h;
@@ -32,9 +32,18 @@ fn heap(n: usize, seed: u64) -> Vec<Block> {
                 if (x * x + y * y).sqrt() > r * (1.0 - z / h).max(0.02) {
                     continue;
                 }
-                let pos = Vector3::new(x, y, z) + Vector3::from_fn(|_, _| rng.random_range(-0.05..0.05));
-                let rot = UnitQuaternion::from_euler_angles(rng.random_range(-0.2..0.2), rng.random_range(-0.2..0.2), rng.random_range(-3.2..3.2));
-                let (a, b, c) = (rng.random_range(0.7..1.1), rng.random_range(0.7..1.1), rng.random_range(0.7..1.1));
+                let pos =
+                    Vector3::new(x, y, z) + Vector3::from_fn(|_, _| rng.random_range(-0.05..0.05));
+                let rot = UnitQuaternion::from_euler_angles(
+                    rng.random_range(-0.2..0.2),
+                    rng.random_range(-0.2..0.2),
+                    rng.random_range(-3.2..3.2),
+                );
+                let (a, b, c) = (
+                    rng.random_range(0.7..1.1),
+                    rng.random_range(0.7..1.1),
+                    rng.random_range(0.7..1.1),
+                );
                 out.push(Block::new(out.len() as u32, a, b, c, 2650.0, pos, rot));
                 if out.len() == n {
                     break 'fill;
@@ -71,7 +80,10 @@ fn main() {
     let params = DetectParams { tolerance: tol };
     let statics = Statics { tin: None, planes: vec![Plane::ground(0.0)] };
     println!("threads: {}", rayon::current_num_threads());
-    println!("{:>8} {:>10} {:>10} {:>10} {:>10} {:>12} {:>12} {:>8}", "N", "contacts", "broad ms", "narrow ms", "total ms", "brute ms", "µs/block", "speedup");
+    println!(
+        "{:>8} {:>10} {:>10} {:>10} {:>10} {:>12} {:>12} {:>8}",
+        "N", "contacts", "broad ms", "narrow ms", "total ms", "brute ms", "µs/block", "speedup"
+    );
     for &n in &[1_000usize, 3_000, 10_000, 30_000, 100_000] {
         let blocks = heap(n, 1);
         let reps = if n <= 10_000 { 5 } else { 2 };

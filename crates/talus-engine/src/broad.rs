@@ -94,7 +94,8 @@ pub fn pairs_from_aabbs(aabbs: &[Option<Aabb>]) -> Vec<(usize, usize)> {
         std::array::from_fn(|d| (((c[d] - lo[d]) / cell).floor().clamp(0.0, limit) as u64) + 1)
     };
     let pack = |q: [u64; 3]| (q[0] << (2 * BITS)) | (q[1] << BITS) | q[2];
-    let mut keyed: Vec<(u64, usize)> = live.iter().map(|&k| (pack(coords(aabbs[k].as_ref().unwrap())), k)).collect();
+    let mut keyed: Vec<(u64, usize)> =
+        live.iter().map(|&k| (pack(coords(aabbs[k].as_ref().unwrap())), k)).collect();
     keyed.sort_unstable();
     let keys: Vec<u64> = keyed.iter().map(|e| e.0).collect();
 

@@ -43,10 +43,19 @@ pub struct DetectTimings {
 
 /// All contacts of the configuration (see the module documentation for conventions).
 /// `timings` is overwritten with this call's phase times.
-pub fn detect(blocks: &[Block], statics: &Statics, params: &DetectParams, timings: &mut DetectTimings) -> Vec<Contact> {
+pub fn detect(
+    blocks: &[Block],
+    statics: &Statics,
+    params: &DetectParams,
+    timings: &mut DetectTimings,
+) -> Vec<Contact> {
     let tol = params.tolerance;
     let t0 = Instant::now();
-    let live = |b: &Block| b.active && b.pos.iter().chain(b.half.iter()).all(|c| c.is_finite()) && b.rot.coords.iter().all(|c| c.is_finite());
+    let live = |b: &Block| {
+        b.active
+            && b.pos.iter().chain(b.half.iter()).all(|c| c.is_finite())
+            && b.rot.coords.iter().all(|c| c.is_finite())
+    };
     let pairs = broad::candidate_pairs(blocks, tol / 2.0);
     // pairs are sorted by i: first pair index of every block.
     let mut first = vec![0usize; blocks.len() + 1];
@@ -72,43 +81,47 @@ pub fn detect(blocks: &[Block], statics: &Statics, params: &DetectParams, timing
     };
     let t1 = Instant::now();
 
-    let per_block: Vec<Vec<Contact>> = (0..blocks.len())
-        .into_par_iter()
-        .map(|i| {
-            let b = &blocks[i];
-            let mut out = Vec::new();
-            if !live(b) {
-                return out;
-            }
-            let mut touches: Vec<Touch> = Vec::new();
-            for (k, plane) in statics.planes.iter().enumerate() {
-                touches.clear();
-                narrow::box_plane(b, plane, tol, &mut touches);
-                out.extend(touches.iter().map(|t| contact(i, Other::Plane(k), t)));
-            }
-            if let Some(tin) = &statics.tin {
-                let mut tt = Vec::new();
-                narrow::box_tin(b, tin, &tris[i], tol, &mut tt);
-                out.extend(tt.iter().map(|(t, touch)| contact(i, Other::Terrain(*t), touch)));
-            }
-            let oi = Obb::of(b);
-            for &(_, j) in &pairs[first[i]..first[i + 1]] {
-                let c = &blocks[j];
-                let oj = Obb::of(c);
-                touches.clear();
-                // Canonical order: the block with the smaller (id, index) is box A.
-                if (b.id, i) <= (c.id, j) {
-                    narrow::box_box(&oi, &oj, tol, &mut touches);
-                    out.extend(touches.iter().map(|t| contact(i, Other::Block(j), t)));
-                } else {
-                    narrow::box_box(&oj, &oi, tol, &mut touches);
-                    out.extend(touches.iter().map(|t| Contact { normal: -t.normal, ..contact(i, Other::Block(j), t) }));
+    let per_block: Vec<Vec<Contact>> =
+        (0..blocks.len())
+            .into_par_iter()
+            .map(|i| {
+                let b = &blocks[i];
+                let mut out = Vec::new();
+                if !live(b) {
+                    return out;
                 }
-            }
-            out.sort_by(order);
-            out
-        })
-        .collect();
+                let mut touches: Vec<Touch> = Vec::new();
+                for (k, plane) in statics.planes.iter().enumerate() {
+                    touches.clear();
+                    narrow::box_plane(b, plane, tol, &mut touches);
+                    out.extend(touches.iter().map(|t| contact(i, Other::Plane(k), t)));
+                }
+                if let Some(tin) = &statics.tin {
+                    let mut tt = Vec::new();
+                    narrow::box_tin(b, tin, &tris[i], tol, &mut tt);
+                    out.extend(tt.iter().map(|(t, touch)| contact(i, Other::Terrain(*t), touch)));
+                }
+                let oi = Obb::of(b);
+                for &(_, j) in &pairs[first[i]..first[i + 1]] {
+                    let c = &blocks[j];
+                    let oj = Obb::of(c);
+                    touches.clear();
+                    // Canonical order: the block with the smaller (id, index) is box A.
+                    if (b.id, i) <= (c.id, j) {
+                        narrow::box_box(&oi, &oj, tol, &mut touches);
+                        out.extend(touches.iter().map(|t| contact(i, Other::Block(j), t)));
+                    } else {
+                        narrow::box_box(&oj, &oi, tol, &mut touches);
+                        out.extend(touches.iter().map(|t| Contact {
+                            normal: -t.normal,
+                            ..contact(i, Other::Block(j), t)
+                        }));
+                    }
+                }
+                out.sort_by(order);
+                out
+            })
+            .collect();
     let contacts: Vec<Contact> = per_block.into_iter().flatten().collect();
     let t2 = Instant::now();
     timings.broad = (t1 - t0).as_secs_f64();

@@ -80,11 +80,11 @@ impl Obb {
         (0..3).map(|k| self.h[k] * self.axis(k).dot(l).abs()).sum()
     }
 
-    fn to_local(&self, p: &V3) -> V3 {
+    fn local(&self, p: &V3) -> V3 {
         self.r.tr_mul(&(p - self.c))
     }
 
-    fn to_world(&self, q: &V3) -> V3 {
+    fn world(&self, q: &V3) -> V3 {
         self.c + self.r * q
     }
 
@@ -178,11 +178,15 @@ fn face_contacts(rf: &Obb, inc: &Obb, k: usize, tol: f64, out: &mut Vec<Touch>) 
     let sign = if t.dot(&axis) >= 0.0 { 1.0 } else { -1.0 };
     let n = axis * sign;
     // Incident face: the face of `inc` whose outward normal is most opposed to n.
-    let l = (0..3).max_by(|&p, &q| inc.axis(p).dot(&n).abs().total_cmp(&inc.axis(q).dot(&n).abs())).unwrap_or(0);
+    let l = (0..3)
+        .max_by(|&p, &q| inc.axis(p).dot(&n).abs().total_cmp(&inc.axis(q).dot(&n).abs()))
+        .unwrap_or(0);
     let m = inc.axis(l) * -(inc.axis(l).dot(&n)).signum();
     let fc = inc.c + m * inc.h[l];
-    let (u, v) = (inc.axis((l + 1) % 3) * inc.h[(l + 1) % 3], inc.axis((l + 2) % 3) * inc.h[(l + 2) % 3]);
-    let mut poly: Vec<V3> = [fc + u + v, fc - u + v, fc - u - v, fc + u - v].iter().map(|p| rf.to_local(p)).collect();
+    let (u, v) =
+        (inc.axis((l + 1) % 3) * inc.h[(l + 1) % 3], inc.axis((l + 2) % 3) * inc.h[(l + 2) % 3]);
+    let mut poly: Vec<V3> =
+        [fc + u + v, fc - u + v, fc - u - v, fc + u - v].iter().map(|p| rf.local(p)).collect();
     let eps = 1e-9 * rf.scale().max(inc.scale());
     for axis_i in [(k + 1) % 3, (k + 2) % 3] {
         for side in [1.0, -1.0] {
@@ -201,7 +205,7 @@ fn face_contacts(rf: &Obb, inc: &Obb, k: usize, tol: f64, out: &mut Vec<Touch>) 
     }
     for (q, gap) in reduce(pts, &V3::ith(k, 1.0)) {
         // Midway between the incident point and its projection on the reference face.
-        out.push(Touch { point: rf.to_world(&q) - n * (gap / 2.0), normal: n, gap });
+        out.push(Touch { point: rf.world(&q) - n * (gap / 2.0), normal: n, gap });
     }
 }
 
@@ -229,7 +233,9 @@ fn reduce(mut pts: Vec<(V3, f64)>, n: &V3) -> Vec<(V3, f64)> {
     }
     let mut keep = Vec::with_capacity(4);
     let take = |pts: &mut Vec<(V3, f64)>, score: &dyn Fn(&(V3, f64)) -> f64| {
-        let best = (0..pts.len()).max_by(|&x, &y| score(&pts[x]).total_cmp(&score(&pts[y])).then(y.cmp(&x))).unwrap();
+        let best = (0..pts.len())
+            .max_by(|&x, &y| score(&pts[x]).total_cmp(&score(&pts[y])).then(y.cmp(&x)))
+            .unwrap();
         pts.remove(best)
     };
     let p0 = take(&mut pts, &|p| -p.1);
@@ -239,7 +245,11 @@ fn reduce(mut pts: Vec<(V3, f64)>, n: &V3) -> Vec<(V3, f64)> {
     let p2 = take(&mut pts, &|p| (p1.0 - p0.0).cross(&(p.0 - p0.0)).dot(n).abs());
     keep.push(p2);
     // Orient the triangle counter-clockwise about n, then add the point farthest outside it.
-    let tri = if (p1.0 - p0.0).cross(&(p2.0 - p0.0)).dot(n) >= 0.0 { [p0.0, p1.0, p2.0] } else { [p0.0, p2.0, p1.0] };
+    let tri = if (p1.0 - p0.0).cross(&(p2.0 - p0.0)).dot(n) >= 0.0 {
+        [p0.0, p1.0, p2.0]
+    } else {
+        [p0.0, p2.0, p1.0]
+    };
     let p3 = take(&mut pts, &|p| {
         (0..3)
             .map(|e| {
@@ -274,7 +284,8 @@ fn edge_contact(a: &Obb, b: &Obb, k: usize, l: usize, ax: V3, sep: f64, out: &mu
     let c = da.dot(&db);
     let denom = 1.0 - c * c;
     let (e, f) = (da.dot(&r), db.dot(&r));
-    let (mut s, mut t) = if denom > 1e-12 { ((c * f - e) / denom, (f - c * e) / denom) } else { (0.0, f) };
+    let (mut s, mut t) =
+        if denom > 1e-12 { ((c * f - e) / denom, (f - c * e) / denom) } else { (0.0, f) };
     s = s.clamp(-a.h[k], a.h[k]);
     t = t.clamp(-b.h[l], b.h[l]);
     let point = (pa + da * s + pb + db * t) / 2.0;
@@ -361,7 +372,7 @@ pub fn box_tin(b: &Block, tin: &Tin, tris: &[u32], tol: f64, out: &mut Vec<(u32,
     edges.dedup();
     for (v, t) in verts {
         let p = tin.vertices()[v as usize];
-        let (gap, dir) = point_box(&o.to_local(&p), &o.h);
+        let (gap, dir) = point_box(&o.local(&p), &o.h);
         if gap <= tol {
             out.push((t, Touch { point: p, normal: -(o.r * dir), gap }));
         }
@@ -370,7 +381,7 @@ pub fn box_tin(b: &Block, tin: &Tin, tris: &[u32], tol: f64, out: &mut Vec<(u32,
     for e in edges {
         let edge = tin.edge(e);
         let (p0, p1) = (tin.vertices()[edge.v[0] as usize], tin.vertices()[edge.v[1] as usize]);
-        let (q0, q1) = (o.to_local(&p0), o.to_local(&p1));
+        let (q0, q1) = (o.local(&p0), o.local(&p1));
         let Some((s0, s1, _, _)) = clip_segment(&q0, &q1, &o.h.add_scalar(tol)) else { continue };
         let at = |s: f64| q0 + (q1 - q0) * s;
         let mid = at((s0 + s1) / 2.0);
@@ -393,7 +404,7 @@ pub fn box_tin(b: &Block, tin: &Tin, tris: &[u32], tol: f64, out: &mut Vec<(u32,
         for q in ends {
             let gap = side * q[k] - o.h[k];
             if gap <= tol {
-                out.push((edge.triangle, Touch { point: o.to_world(&q), normal, gap }));
+                out.push((edge.triangle, Touch { point: o.world(&q), normal, gap }));
             }
         }
     }

@@ -46,11 +46,15 @@ pub enum TinError {
     NoTriangles,
     #[error("terrain vertex {vertex} is not finite")]
     NonFiniteVertex { vertex: usize },
-    #[error("terrain triangle {triangle} refers to vertex {index} but there are only {n_vertices} vertices")]
+    #[error(
+        "terrain triangle {triangle} refers to vertex {index} but there are only {n_vertices} vertices"
+    )]
     BadIndex { triangle: usize, index: u32, n_vertices: usize },
     #[error("terrain triangle {triangle} is degenerate (zero area)")]
     Degenerate { triangle: usize },
-    #[error("terrain triangle {triangle} is vertical (unit normal z = {nz:e}); the terrain must be a surface z = f(x, y)")]
+    #[error(
+        "terrain triangle {triangle} is vertical (unit normal z = {nz:e}); the terrain must be a surface z = f(x, y)"
+    )]
     Vertical { triangle: usize, nz: f64 },
 }
 
@@ -114,7 +118,8 @@ impl Grid2 {
         cell = cell.max(longest / (4.0 * n + 1.0)).max(f64::MIN_POSITIVE);
         let nx = ((w / cell).floor() as usize + 1).min(1 << 20);
         let ny = ((h / cell).floor() as usize + 1).min(1 << 20);
-        let mut g = Grid2 { min, max, cell, nx, ny, start: vec![0; nx * ny + 1], items: Vec::new() };
+        let mut g =
+            Grid2 { min, max, cell, nx, ny, start: vec![0; nx * ny + 1], items: Vec::new() };
         for (lo, hi) in boxes {
             let (x0, y0, x1, y1) = g.range(lo, hi);
             for iy in y0..=y1 {
@@ -177,14 +182,22 @@ impl Tin {
         for (t, tri) in triangles.iter().enumerate() {
             for &index in tri {
                 if index as usize >= vertices.len() {
-                    return Err(TinError::BadIndex { triangle: t, index, n_vertices: vertices.len() });
+                    return Err(TinError::BadIndex {
+                        triangle: t,
+                        index,
+                        n_vertices: vertices.len(),
+                    });
                 }
             }
             let [a, b, c] = tri.map(|k| vertices[k as usize]);
             let cr = (b - a).cross(&(c - a));
             let scale = (b - a).norm().max((c - a).norm()).max((c - b).norm());
             let len = cr.norm();
-            if len <= 1e-12 * scale * scale || tri[0] == tri[1] || tri[1] == tri[2] || tri[0] == tri[2] {
+            if len <= 1e-12 * scale * scale
+                || tri[0] == tri[1]
+                || tri[1] == tri[2]
+                || tri[0] == tri[2]
+            {
                 return Err(TinError::Degenerate { triangle: t });
             }
             let mut n = cr / len;
@@ -195,7 +208,10 @@ impl Tin {
                 return Err(TinError::Vertical { triangle: t, nz: n.z });
             }
             normals.push(n);
-            boxes.push(([a.x.min(b.x).min(c.x), a.y.min(b.y).min(c.y)], [a.x.max(b.x).max(c.x), a.y.max(b.y).max(c.y)]));
+            boxes.push((
+                [a.x.min(b.x).min(c.x), a.y.min(b.y).min(c.y)],
+                [a.x.max(b.x).max(c.x), a.y.max(b.y).max(c.y)],
+            ));
         }
         let mut min = [f64::INFINITY; 2];
         let mut max = [f64::NEG_INFINITY; 2];

@@ -117,7 +117,12 @@ fn stacked_boxes_give_four_corners_with_normal_from_upper_into_lower() {
         assert!((c.gap + d).abs() < 1e-12);
     }
     // Midway between the upper block's bottom corners and the lower block's top face.
-    let bottom: Vec<V3> = upper.corners().into_iter().filter(|p| p.z < 1.2).map(|p| p + V3::z() * (d / 2.0)).collect();
+    let bottom: Vec<V3> = upper
+        .corners()
+        .into_iter()
+        .filter(|p| p.z < 1.2)
+        .map(|p| p + V3::z() * (d / 2.0))
+        .collect();
     same_points(&points(&cs), &bottom, 1e-12);
     // Upper first: i = 0 is the upper block, normal from the lower into it (+z).
     let cs2 = run(&[upper, lower], &Statics::default());
@@ -135,7 +140,11 @@ fn identical_aligned_boxes_touching_face_to_face_use_the_shared_face() {
     // Corners coincide: every corner lies on three faces at once; the contact must still
     // be the four shared corners with the vertical normal, for a stack and a row.
     let s = [1.0, 1.0, 1.0];
-    for (offset, normal) in [(v(0.0, 0.0, 1.0), V3::z()), (v(1.0, 0.0, 0.0), V3::x()), (v(0.0, 1.0 - 1e-4, 0.0), V3::y())] {
+    for (offset, normal) in [
+        (v(0.0, 0.0, 1.0), V3::z()),
+        (v(1.0, 0.0, 0.0), V3::x()),
+        (v(0.0, 1.0 - 1e-4, 0.0), V3::y()),
+    ] {
         let a = block(0, s, V3::zeros(), UnitQuaternion::identity());
         let b = block(1, s, offset, UnitQuaternion::identity());
         let cs = run(&[b, a], &Statics::default());
@@ -152,9 +161,19 @@ fn crossing_edges_give_one_contact_at_the_crossing_midpoint() {
     let d = 0.003;
     let s = std::f64::consts::FRAC_1_SQRT_2;
     // Lower box: long along y, rotated 45° about y so that its top edge runs along y.
-    let lower = block(0, [1.0, 4.0, 1.0], v(0.0, 0.0, 0.0), UnitQuaternion::from_euler_angles(0.0, std::f64::consts::FRAC_PI_4, 0.0));
+    let lower = block(
+        0,
+        [1.0, 4.0, 1.0],
+        v(0.0, 0.0, 0.0),
+        UnitQuaternion::from_euler_angles(0.0, std::f64::consts::FRAC_PI_4, 0.0),
+    );
     // Upper box: long along x, rotated 45° about x so that its bottom edge runs along x.
-    let upper = block(1, [4.0, 1.0, 1.0], v(0.0, 0.0, 2.0 * s - d), UnitQuaternion::from_euler_angles(std::f64::consts::FRAC_PI_4, 0.0, 0.0));
+    let upper = block(
+        1,
+        [4.0, 1.0, 1.0],
+        v(0.0, 0.0, 2.0 * s - d),
+        UnitQuaternion::from_euler_angles(std::f64::consts::FRAC_PI_4, 0.0, 0.0),
+    );
     let cs = run(&[upper.clone(), lower.clone()], &Statics::default());
     assert_eq!(cs.len(), 1, "{cs:?}");
     let c = &cs[0];
@@ -191,8 +210,14 @@ fn sat(a: &Block, b: &Block) -> f64 {
         .map(|l| {
             let pa: Vec<f64> = ca.iter().map(|p| p.dot(l)).collect();
             let pb: Vec<f64> = cb.iter().map(|p| p.dot(l)).collect();
-            let (a0, a1) = (pa.iter().cloned().fold(f64::INFINITY, f64::min), pa.iter().cloned().fold(f64::NEG_INFINITY, f64::max));
-            let (b0, b1) = (pb.iter().cloned().fold(f64::INFINITY, f64::min), pb.iter().cloned().fold(f64::NEG_INFINITY, f64::max));
+            let (a0, a1) = (
+                pa.iter().cloned().fold(f64::INFINITY, f64::min),
+                pa.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
+            );
+            let (b0, b1) = (
+                pb.iter().cloned().fold(f64::INFINITY, f64::min),
+                pb.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
+            );
             (b0 - a1).max(a0 - b1)
         })
         .fold(f64::NEG_INFINITY, f64::max)
@@ -216,10 +241,17 @@ fn random_rotated_pairs_agree_with_the_separating_axis_theorem() {
     let mut rng = ChaCha8Rng::seed_from_u64(42);
     let (mut overlapping, mut separate, mut near) = (0, 0, 0);
     for case in 0..4000 {
-        let size = [rng.random_range(0.3..2.0), rng.random_range(0.3..2.0), rng.random_range(0.3..2.0)];
-        let size2 = [rng.random_range(0.3..2.0), rng.random_range(0.3..2.0), rng.random_range(0.3..2.0)];
+        let size =
+            [rng.random_range(0.3..2.0), rng.random_range(0.3..2.0), rng.random_range(0.3..2.0)];
+        let size2 =
+            [rng.random_range(0.3..2.0), rng.random_range(0.3..2.0), rng.random_range(0.3..2.0)];
         let a = block(0, size, V3::zeros(), random_rot(&mut rng));
-        let dir = v(rng.random_range(-1.0..1.0), rng.random_range(-1.0..1.0), rng.random_range(-1.0..1.0)).normalize();
+        let dir = v(
+            rng.random_range(-1.0..1.0),
+            rng.random_range(-1.0..1.0),
+            rng.random_range(-1.0..1.0),
+        )
+        .normalize();
         let mut b = block(1, size2, dir * 1.5, random_rot(&mut rng));
         // Slide b along dir until the SAT separation is a chosen value around zero.
         let target = match case % 4 {
@@ -251,7 +283,10 @@ fn random_rotated_pairs_agree_with_the_separating_axis_theorem() {
             assert!(n.dot(&(a.pos - b.pos)) > 0.0, "case {case}: normals {cs:?}");
         } else if s > 1e-9 {
             separate += 1;
-            assert!(cs.iter().all(|c| c.gap >= -1e-9), "case {case}: SAT separation {s} but {cs:?}");
+            assert!(
+                cs.iter().all(|c| c.gap >= -1e-9),
+                "case {case}: SAT separation {s} but {cs:?}"
+            );
             if s > TOL {
                 assert!(cs.is_empty());
             } else {
@@ -265,13 +300,20 @@ fn random_rotated_pairs_agree_with_the_separating_axis_theorem() {
 // ---------------------------------------------------------------- terrain
 
 fn flat_tin(z: impl Fn(f64, f64) -> f64) -> Tin {
-    let vs = vec![v(-10.0, -10.0, z(-10.0, -10.0)), v(10.0, -10.0, z(10.0, -10.0)), v(10.0, 10.0, z(10.0, 10.0)), v(-10.0, 10.0, z(-10.0, 10.0))];
+    let vs = vec![
+        v(-10.0, -10.0, z(-10.0, -10.0)),
+        v(10.0, -10.0, z(10.0, -10.0)),
+        v(10.0, 10.0, z(10.0, 10.0)),
+        v(-10.0, 10.0, z(-10.0, 10.0)),
+    ];
     Tin::new(vs, vec![[0, 1, 2], [0, 2, 3]]).unwrap()
 }
 
 fn contact_set(cs: &[Contact]) -> Vec<(V3, V3, f64)> {
     let mut s: Vec<(V3, V3, f64)> = cs.iter().map(|c| (c.point, c.normal, c.gap)).collect();
-    s.sort_by(|a, b| a.0.x.total_cmp(&b.0.x).then(a.0.y.total_cmp(&b.0.y)).then(a.0.z.total_cmp(&b.0.z)));
+    s.sort_by(|a, b| {
+        a.0.x.total_cmp(&b.0.x).then(a.0.y.total_cmp(&b.0.y)).then(a.0.z.total_cmp(&b.0.z))
+    });
     s
 }
 
@@ -285,8 +327,14 @@ fn box_on_a_two_triangle_tin_matches_the_plane() {
     for _ in 0..200 {
         // Near the diagonal x = y so that corners fall on both triangles.
         let t = rng.random_range(-3.0..3.0);
-        let mut b = block(0, [1.5, 1.0, 0.7], v(t, t + rng.random_range(-0.5..0.5), 0.0), random_rot(&mut rng));
-        let lowest = b.corners().into_iter().map(|p| plane.distance(&p)).fold(f64::INFINITY, f64::min);
+        let mut b = block(
+            0,
+            [1.5, 1.0, 0.7],
+            v(t, t + rng.random_range(-0.5..0.5), 0.0),
+            random_rot(&mut rng),
+        );
+        let lowest =
+            b.corners().into_iter().map(|p| plane.distance(&p)).fold(f64::INFINITY, f64::min);
         b.pos += plane.normal * (-lowest + rng.random_range(-0.01..0.002));
         let on_plane = run(&[b.clone()], &Statics { tin: None, planes: vec![plane.clone()] });
         let on_tin = run(&[b], &Statics { tin: Some(tin.clone()), planes: vec![] });
@@ -303,8 +351,13 @@ fn box_on_a_two_triangle_tin_matches_the_plane() {
     assert!(compared > 100, "{compared}");
     // And a box lying flat: its 4 bottom corners, exactly as on the plane z = 0.
     let tin = flat_tin(|_, _| 0.0);
-    let b = block(0, [2.0, 1.0, 0.5], v(0.1, 0.2, 0.25), UnitQuaternion::from_euler_angles(0.0, 0.0, 0.4));
-    let cs = run(&[b.clone()], &Statics { tin: Some(tin), planes: vec![] });
+    let b = block(
+        0,
+        [2.0, 1.0, 0.5],
+        v(0.1, 0.2, 0.25),
+        UnitQuaternion::from_euler_angles(0.0, 0.0, 0.4),
+    );
+    let cs = run(std::slice::from_ref(&b), &Statics { tin: Some(tin), planes: vec![] });
     let cp = run(&[b], &ground());
     assert_eq!(cs.len(), 4);
     assert_eq!(contact_set(&cs), contact_set(&cp));
@@ -312,7 +365,14 @@ fn box_on_a_two_triangle_tin_matches_the_plane() {
 
 /// A roof: a ridge along y at x = 0, z = 0, slopes of 1/2 on each side.
 fn ridge() -> Tin {
-    let vs = vec![v(-5.0, -5.0, -2.5), v(0.0, -5.0, 0.0), v(5.0, -5.0, -2.5), v(-5.0, 5.0, -2.5), v(0.0, 5.0, 0.0), v(5.0, 5.0, -2.5)];
+    let vs = vec![
+        v(-5.0, -5.0, -2.5),
+        v(0.0, -5.0, 0.0),
+        v(5.0, -5.0, -2.5),
+        v(-5.0, 5.0, -2.5),
+        v(0.0, 5.0, 0.0),
+        v(5.0, 5.0, -2.5),
+    ];
     Tin::new(vs, vec![[0, 1, 4], [0, 4, 3], [1, 2, 5], [1, 5, 4]]).unwrap()
 }
 
@@ -330,7 +390,12 @@ fn box_lying_on_a_ridge_touches_along_the_ridge() {
         assert!((c.gap + d).abs() < 1e-12);
     }
     // Turned about z: still two points on the ridge line where it leaves the box.
-    let b = block(0, [2.0, 2.0, 1.0], v(0.0, 0.0, 0.5 - d), UnitQuaternion::from_euler_angles(0.0, 0.0, 0.5));
+    let b = block(
+        0,
+        [2.0, 2.0, 1.0],
+        v(0.0, 0.0, 0.5 - d),
+        UnitQuaternion::from_euler_angles(0.0, 0.0, 0.5),
+    );
     let cs = run(&[b], &Statics { tin: Some(tin.clone()), planes: vec![] });
     assert_eq!(cs.len(), 2, "{cs:?}");
     for c in &cs {
@@ -346,7 +411,13 @@ fn box_lying_on_a_ridge_touches_along_the_ridge() {
 #[test]
 fn terrain_peak_poking_a_face_is_a_vertex_contact() {
     // A pyramid whose apex (0, 0, 1) pokes into the bottom face of a wide box.
-    let vs = vec![v(0.0, 0.0, 1.0), v(-4.0, -4.0, 0.0), v(4.0, -4.0, 0.0), v(4.0, 4.0, 0.0), v(-4.0, 4.0, 0.0)];
+    let vs = vec![
+        v(0.0, 0.0, 1.0),
+        v(-4.0, -4.0, 0.0),
+        v(4.0, -4.0, 0.0),
+        v(4.0, 4.0, 0.0),
+        v(-4.0, 4.0, 0.0),
+    ];
     let tin = Tin::new(vs, vec![[0, 1, 2], [0, 2, 3], [0, 3, 4], [0, 4, 1]]).unwrap();
     let d = 0.01;
     let b = block(0, [3.0, 3.0, 0.2], v(0.2, -0.3, 1.1 - d), UnitQuaternion::identity());
@@ -361,8 +432,14 @@ fn terrain_peak_poking_a_face_is_a_vertex_contact() {
 fn tin_checks_input_and_answers_heights() {
     assert_eq!(Tin::new(vec![v(0.0, 0.0, 0.0)], vec![]).unwrap_err(), TinError::NoTriangles);
     let vs = vec![v(0.0, 0.0, 0.0), v(1.0, 0.0, 0.0), v(0.0, 1.0, 0.0)];
-    assert!(matches!(Tin::new(vs.clone(), vec![[0, 1, 3]]), Err(TinError::BadIndex { triangle: 0, index: 3, .. })));
-    assert!(matches!(Tin::new(vs.clone(), vec![[0, 1, 1]]), Err(TinError::Degenerate { triangle: 0 })));
+    assert!(matches!(
+        Tin::new(vs.clone(), vec![[0, 1, 3]]),
+        Err(TinError::BadIndex { triangle: 0, index: 3, .. })
+    ));
+    assert!(matches!(
+        Tin::new(vs.clone(), vec![[0, 1, 1]]),
+        Err(TinError::Degenerate { triangle: 0 })
+    ));
     let wall = vec![v(0.0, 0.0, 0.0), v(1.0, 0.0, 0.0), v(0.5, 0.0, 1.0)];
     assert!(matches!(Tin::new(wall, vec![[0, 1, 2]]), Err(TinError::Vertical { triangle: 0, .. })));
     let nan = vec![v(0.0, 0.0, f64::NAN), v(1.0, 0.0, 0.0), v(0.0, 1.0, 0.0)];
@@ -378,7 +455,8 @@ fn tin_checks_input_and_answers_heights() {
     let mut verts = Vec::new();
     for j in 0..=n {
         for i in 0..=n {
-            let (x, y) = (i as f64 + rng.random_range(-0.3..0.3), j as f64 + rng.random_range(-0.3..0.3));
+            let (x, y) =
+                (i as f64 + rng.random_range(-0.3..0.3), j as f64 + rng.random_range(-0.3..0.3));
             verts.push(v(x, y, f(x, y)));
         }
     }
@@ -396,7 +474,8 @@ fn tin_checks_input_and_answers_heights() {
     let mut out = Vec::new();
     for _ in 0..300 {
         let (x, y) = (rng.random_range(-2.0..32.0), rng.random_range(-2.0..32.0));
-        let brute: Vec<u32> = (0..tin.len() as u32).filter(|&t| tin.triangle_contains_xy(t, x, y)).collect();
+        let brute: Vec<u32> =
+            (0..tin.len() as u32).filter(|&t| tin.triangle_contains_xy(t, x, y)).collect();
         match tin.height_at(x, y) {
             None => assert!(brute.is_empty()),
             Some(z) => {
@@ -412,8 +491,14 @@ fn tin_checks_input_and_answers_heights() {
         let brute: Vec<u32> = (0..tin.len() as u32)
             .filter(|&t| {
                 let tr = tin.triangle(t);
-                let (x0, x1) = (tr.iter().map(|p| p.x).fold(f64::INFINITY, f64::min), tr.iter().map(|p| p.x).fold(f64::NEG_INFINITY, f64::max));
-                let (y0, y1) = (tr.iter().map(|p| p.y).fold(f64::INFINITY, f64::min), tr.iter().map(|p| p.y).fold(f64::NEG_INFINITY, f64::max));
+                let (x0, x1) = (
+                    tr.iter().map(|p| p.x).fold(f64::INFINITY, f64::min),
+                    tr.iter().map(|p| p.x).fold(f64::NEG_INFINITY, f64::max),
+                );
+                let (y0, y1) = (
+                    tr.iter().map(|p| p.y).fold(f64::INFINITY, f64::min),
+                    tr.iter().map(|p| p.y).fold(f64::NEG_INFINITY, f64::max),
+                );
                 x0 <= x + w && x1 >= x && y0 <= y + h && y1 >= y
             })
             .collect();
@@ -430,9 +515,23 @@ fn jumble(n: usize, seed: u64) -> Vec<Block> {
     (0..n)
         .map(|k| {
             let (i, j, l) = (k % side, (k / side) % side, k / (side * side));
-            let pos = v(i as f64 * 0.9, j as f64 * 0.9, 0.45 + l as f64 * 0.9) + v(rng.random_range(-0.1..0.1), rng.random_range(-0.1..0.1), rng.random_range(-0.1..0.1));
+            let pos = v(i as f64 * 0.9, j as f64 * 0.9, 0.45 + l as f64 * 0.9)
+                + v(
+                    rng.random_range(-0.1..0.1),
+                    rng.random_range(-0.1..0.1),
+                    rng.random_range(-0.1..0.1),
+                );
             let rot = if k % 3 == 0 { UnitQuaternion::identity() } else { random_rot(&mut rng) };
-            let mut b = block(1000 + k as u32, [rng.random_range(0.5..1.0), rng.random_range(0.5..1.0), rng.random_range(0.5..1.0)], pos, rot);
+            let mut b = block(
+                1000 + k as u32,
+                [
+                    rng.random_range(0.5..1.0),
+                    rng.random_range(0.5..1.0),
+                    rng.random_range(0.5..1.0),
+                ],
+                pos,
+                rot,
+            );
             b.active = k % 17 != 5;
             b
         })
@@ -457,12 +556,18 @@ fn wavy_statics() -> Statics {
             tris.push([k, k + m + 1, k + m]);
         }
     }
-    Statics { tin: Some(Tin::new(verts, tris).unwrap()), planes: vec![Plane::ground(0.0), Plane::new(v(0.0, 0.0, 0.0), v(1.0, 0.0, 0.2))] }
+    Statics {
+        tin: Some(Tin::new(verts, tris).unwrap()),
+        planes: vec![Plane::ground(0.0), Plane::new(v(0.0, 0.0, 0.0), v(1.0, 0.0, 0.2))],
+    }
 }
 
 /// Contacts keyed by block ids, block–block normals oriented from the larger id into the
 /// smaller one, sorted: comparable across permutations of the blocks.
-fn canonical(blocks: &[Block], cs: &[Contact]) -> Vec<(u32, i64, [u64; 3], [u64; 3], u64)> {
+/// (id, other key, point bits, normal bits, gap bits).
+type Key = (u32, i64, [u64; 3], [u64; 3], u64);
+
+fn canonical(blocks: &[Block], cs: &[Contact]) -> Vec<Key> {
     let bits = |p: &V3| [p.x.to_bits(), p.y.to_bits(), p.z.to_bits()];
     let mut out: Vec<_> = cs
         .iter()
@@ -471,10 +576,18 @@ fn canonical(blocks: &[Block], cs: &[Contact]) -> Vec<(u32, i64, [u64; 3], [u64;
             match c.other {
                 Other::Block(j) => {
                     let jd = blocks[j].id;
-                    if id < jd { (id, jd as i64, bits(&c.point), bits(&c.normal), c.gap.to_bits()) } else { (jd, id as i64, bits(&c.point), bits(&-c.normal), c.gap.to_bits()) }
+                    if id < jd {
+                        (id, jd as i64, bits(&c.point), bits(&c.normal), c.gap.to_bits())
+                    } else {
+                        (jd, id as i64, bits(&c.point), bits(&-c.normal), c.gap.to_bits())
+                    }
                 }
-                Other::Terrain(t) => (id, -1 - t as i64, bits(&c.point), bits(&c.normal), c.gap.to_bits()),
-                Other::Plane(k) => (id, -1_000_000 - k as i64, bits(&c.point), bits(&c.normal), c.gap.to_bits()),
+                Other::Terrain(t) => {
+                    (id, -1 - t as i64, bits(&c.point), bits(&c.normal), c.gap.to_bits())
+                }
+                Other::Plane(k) => {
+                    (id, -1_000_000 - k as i64, bits(&c.point), bits(&c.normal), c.gap.to_bits())
+                }
             }
         })
         .collect();
@@ -527,8 +640,16 @@ fn broad_phase_finds_exactly_the_brute_force_pairs() {
             let s = if k % 100 == 0 { 3.0 } else { 1.0 };
             let mut b = block(
                 k as u32,
-                [s * rng.random_range(0.2..1.0), s * rng.random_range(0.2..1.0), s * rng.random_range(0.2..1.0)],
-                v(rng.random_range(0.0..30.0), rng.random_range(0.0..30.0), rng.random_range(0.0..30.0)),
+                [
+                    s * rng.random_range(0.2..1.0),
+                    s * rng.random_range(0.2..1.0),
+                    s * rng.random_range(0.2..1.0),
+                ],
+                v(
+                    rng.random_range(0.0..30.0),
+                    rng.random_range(0.0..30.0),
+                    rng.random_range(0.0..30.0),
+                ),
                 random_rot(&mut rng),
             );
             b.active = k % 13 != 0;
@@ -547,20 +668,25 @@ fn broad_phase_finds_exactly_the_brute_force_pairs() {
     }
     let margin = TOL / 2.0;
     let pairs = broad::candidate_pairs(&blocks, margin);
-    let aabbs: Vec<Option<Aabb>> = blocks.iter().map(|b| b.active.then(|| broad::block_aabb(b, margin))).collect();
+    let aabbs: Vec<Option<Aabb>> =
+        blocks.iter().map(|b| b.active.then(|| broad::block_aabb(b, margin))).collect();
     let brute = broad::pairs_brute_force(&aabbs);
     // Independent brute force on the corners' hulls.
     let hull = |b: &Block| {
         let cs = b.corners();
         let lo = V3::from_fn(|d, _| cs.iter().map(|p| p[d]).fold(f64::INFINITY, f64::min) - margin);
-        let hi = V3::from_fn(|d, _| cs.iter().map(|p| p[d]).fold(f64::NEG_INFINITY, f64::max) + margin);
+        let hi =
+            V3::from_fn(|d, _| cs.iter().map(|p| p[d]).fold(f64::NEG_INFINITY, f64::max) + margin);
         (lo, hi)
     };
     let hulls: Vec<(V3, V3)> = blocks.iter().map(hull).collect();
     let mut independent = Vec::new();
     for i in 0..n {
         for j in i + 1..n {
-            if blocks[i].active && blocks[j].active && (0..3).all(|d| hulls[i].0[d] <= hulls[j].1[d] && hulls[j].0[d] <= hulls[i].1[d]) {
+            if blocks[i].active
+                && blocks[j].active
+                && (0..3).all(|d| hulls[i].0[d] <= hulls[j].1[d] && hulls[j].0[d] <= hulls[i].1[d])
+            {
                 independent.push((i, j));
             }
         }
