@@ -124,35 +124,51 @@ pub fn sat_separation(a: &Obb, b: &Obb) -> f64 {
 
 /// Contacts between boxes `a` and `b`; normals from `b` into `a` (see module docs).
 pub fn box_box(a: &Obb, b: &Obb, tol: f64, out: &mut Vec<Touch>) {
+    // SAT with the axes' mutual cosines r[i][j] = a_i·b_j computed once (Gottschalk).
+    let ax = [a.axis(0), a.axis(1), a.axis(2)];
+    let bx = [b.axis(0), b.axis(1), b.axis(2)];
+    let r: [[f64; 3]; 3] = std::array::from_fn(|i| std::array::from_fn(|j| ax[i].dot(&bx[j])));
+    let t = b.c - a.c;
+    let ta = [t.dot(&ax[0]), t.dot(&ax[1]), t.dot(&ax[2])];
+    let tb = [t.dot(&bx[0]), t.dot(&bx[1]), t.dot(&bx[2])];
     // Best face axis: (separation, reference box is `a`?, axis index).
     let mut face = (f64::NEG_INFINITY, true, 0usize);
-    for k in 0..3 {
-        let s = separation(a, b, &a.axis(k));
+    for i in 0..3 {
+        let rb: f64 = (0..3).map(|j| b.h[j] * r[i][j].abs()).sum();
+        let s = ta[i].abs() - a.h[i] - rb;
         if s > face.0 {
-            face = (s, true, k);
+            face = (s, true, i);
         }
     }
-    for k in 0..3 {
-        let s = separation(a, b, &b.axis(k));
+    for j in 0..3 {
+        let ra: f64 = (0..3).map(|i| a.h[i] * r[i][j].abs()).sum();
+        let s = tb[j].abs() - ra - b.h[j];
         if s > face.0 {
-            face = (s, false, k);
+            face = (s, false, j);
         }
+    }
+    if face.0 > tol {
+        return;
     }
     let mut edge = (f64::NEG_INFINITY, 0usize, 0usize, V3::zeros());
-    for k in 0..3 {
-        for l in 0..3 {
-            let c = a.axis(k).cross(&b.axis(l));
+    for i in 0..3 {
+        let (i1, i2) = ((i + 1) % 3, (i + 2) % 3);
+        for j in 0..3 {
+            let (j1, j2) = ((j + 1) % 3, (j + 2) % 3);
+            let c = ax[i].cross(&bx[j]);
             let n = c.norm();
             if n > MIN_CROSS {
-                let ax = c / n;
-                let s = separation(a, b, &ax);
+                // |a_k·(a_i×b_j)| and |b_k·(a_i×b_j)| from the cosines.
+                let ra = a.h[i1] * r[i2][j].abs() + a.h[i2] * r[i1][j].abs();
+                let rb = b.h[j1] * r[i][j2].abs() + b.h[j2] * r[i][j1].abs();
+                let s = (t.dot(&c).abs() - ra - rb) / n;
                 if s > edge.0 {
-                    edge = (s, k, l, ax);
+                    edge = (s, i, j, c / n);
                 }
             }
         }
     }
-    if face.0.max(edge.0) > tol {
+    if edge.0 > tol {
         return;
     }
     let eps = 1e-9 * a.scale().max(b.scale());
