@@ -16,3 +16,14 @@ pub mod statics;
 pub mod broad;
 pub mod narrow;
 pub mod detect;
+pub mod assembly;
+pub mod config;
+pub mod islands;
+pub mod solvers;
+pub mod step;
+pub mod warm;
+pub mod sim;
+pub mod files;
+
+pub use config::Config;
+pub use files::{Error, Summary, run};

@@ -41,6 +41,14 @@ pub fn energies_schema() -> Schema {
         f("dissipated", "J", "energy dissipated by the percussions of this step's jump (>= 0)"),
         f("dissipated_cumulative", "J", "dissipated energy since the start"),
         f("gravity_work", "J", "cumulative work of gravity since the start"),
+        f("separation_work", "J", "work of the separation velocities that remove residual penetration, this step (>= 0)"),
+        f("separation_work_cumulative", "J", "separation work since the start"),
+        f("removed_cumulative", "J", "kinetic + potential energy of the blocks deactivated so far (left the terrain)"),
+        f(
+            "balance_error",
+            "J",
+            "kinetic + potential + dissipated_cumulative - separation_work_cumulative + removed_cumulative - initial total",
+        ),
     ])
 }
 
@@ -68,5 +76,9 @@ pub fn diagnostics_schema() -> Schema {
         f("t_narrow", "s", "wall time, narrow phase"),
         f("t_assembly", "s", "wall time, QP assembly"),
         f("t_solve", "s", "wall time, QP solves"),
+        u("deactivated", "blocks deactivated at this step (left the terrain's xy extent)"),
+        u("failed_qps", "islands whose QP did not reach Solved (dumped as Clarabel JSON)"),
+        u("active_blocks", "blocks still simulated after this step"),
+        f("t_step", "s", "wall time of the whole step"),
     ])
 }

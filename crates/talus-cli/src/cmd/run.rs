@@ -1,18 +1,63 @@
-//! `talus run` (to be wired to its library crate).
+//! `talus run --blocks B.parquet [--terrain DIR] --out-dir D [--resume]`: the A-CD²
+//! simulation of the blocks among the terrain and the configured planes.
 
 use super::{CmdError, Ctx};
 use crate::config::ConfigArgs;
+use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
+    /// Blocks table (talus seed's output, or a previous run's final.parquet).
+    #[arg(long, value_name = "B.parquet", required_unless_present = "print_config")]
+    pub blocks: Option<PathBuf>,
+    /// Terrain directory with vertices.parquet and triangles.parquet (talus terrain's output).
+    #[arg(long, value_name = "DIR")]
+    pub terrain: Option<PathBuf>,
+    /// Output directory: final.parquet, trajectories.parquet, energies.parquet,
+    /// diagnostics.parquet, checkpoints/.
+    #[arg(long, value_name = "D", required_unless_present = "print_config")]
+    pub out_dir: Option<PathBuf>,
+    /// Continue from the last checkpoint in D/checkpoints (same inputs and configuration).
+    #[arg(long)]
+    pub resume: bool,
     #[command(flatten)]
     pub config: ConfigArgs,
 }
 
 pub fn options_help() -> String {
-    String::new()
+    crate::config::options_help::<talus_engine::Config>("run")
 }
 
-pub fn run(_args: Args, _ctx: &Ctx) -> Result<(), CmdError> {
-    Err("`talus run` is not available in this build yet".into())
+pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
+    let Some(config) = crate::config::load::<talus_engine::Config>(&args.config, "run")? else {
+        return Ok(());
+    };
+    config.validate()?;
+    let blocks = args.blocks.ok_or("--blocks B.parquet is required")?;
+    let out = args.out_dir.ok_or("--out-dir D is required")?;
+    let bars = crate::progress::Bars::new(ctx.quiet);
+    let s = talus_engine::run(&config, &blocks, args.terrain.as_deref(), &out, args.resume, &bars)?;
+    if let Some(step) = s.resumed_from {
+        ctx.say(format!("  resumed from the checkpoint of step {step}"));
+    }
+    ctx.say(format!(
+        "run: {} blocks, {} steps ({:.3} s simulated) in {:.1} s; {} active at the end, {} left the terrain; \
+         at most {} contacts, max penetration {:.4} m; {} QP failures, {} fallbacks; energy: initial {:.4e} J, \
+         final kinetic {:.4e} J, dissipated {:.4e} J; outputs in {}",
+        s.blocks,
+        s.steps,
+        s.time,
+        s.wall_seconds,
+        s.active_blocks,
+        s.deactivated,
+        s.max_contacts,
+        s.max_penetration,
+        s.failed_qps,
+        s.fallbacks,
+        s.initial_energy,
+        s.final_kinetic,
+        s.dissipated,
+        out.display()
+    ));
+    Ok(())
 }

@@ -1,0 +1,158 @@
+//! Thesis heaps N = 100, 500, 1000, 3000 and a generated heap of 10⁵ blocks: wall time
+//! per step split by phase (broad, narrow, assembly, solve), contacts, and the ratio to the
+//! thesis code's reference times (2.1 / 43 / 93 / 968 s for 1000 steps, CPLEX replaced by
+//! an exact QP, same machine class).
+//!
+//! `cargo bench -p talus-engine --bench heap [-- STEPS_SCALE]`: steps are reduced for the
+//! large cases (the table says how many were run; time per step is what is compared).
+//! Environment: TALUS_THESIS_DIR (default /work/shared/data/thesis-granular),
+//! TALUS_BENCH_SOLVER = warm | clarabel (default warm), TALUS_BENCH_SKIP_BIG = 1.
+
+use nalgebra::{Matrix3, Rotation3, UnitQuaternion, Vector3};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use talus_engine::body::Block;
+use talus_engine::config::{Config, Kappa, PlaneConfig, SolverConfig};
+use talus_engine::files::statics;
+use talus_engine::sim::Simulation;
+
+fn numbers(path: &Path) -> Option<Vec<Vec<f64>>> {
+    Some(
+        std::fs::read_to_string(path)
+            .ok()?
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| l.split_whitespace().filter_map(|t| t.parse::<f64>().ok()).collect())
+            .collect(),
+    )
+}
+
+fn thesis_blocks(dir: &Path, n: usize) -> Option<Vec<Block>> {
+    let sizes = numbers(&dir.join(format!("size_{n}.data")))?;
+    let pos = numbers(&dir.join(format!("position_{n}.data")))?;
+    Some(
+        (0..n)
+            .map(|k| {
+                let v = |r: usize| Vector3::new(pos[6 * k + r][0], pos[6 * k + r][1], pos[6 * k + r][2]);
+                let m = Matrix3::from_columns(&[v(3), v(4), v(5)]);
+                let rot = UnitQuaternion::from_rotation_matrix(&Rotation3::from_matrix(&m));
+                let s = &sizes[k];
+                let mut b = Block::new(k as u32, s[0], s[1], s[2], 5000.0, v(0), rot);
+                b.vel = v(1);
+                b.omega = v(2);
+                b
+            })
+            .collect(),
+    )
+}
+
+/// A dense pile of n blocks settled in a square column over the ground (layered grid with
+/// small gaps and jitter), slowly falling: every step has many contacts.
+fn generated_heap(n: usize) -> Vec<Block> {
+    let side = (n as f64 / 10.0).sqrt().ceil() as usize;
+    let mut v = Vec::with_capacity(n);
+    let mut k = 0usize;
+    'outer: for layer in 0.. {
+        for i in 0..side {
+            for j in 0..side {
+                if k == n {
+                    break 'outer;
+                }
+                let jit = ((k * 7919) % 97) as f64 / 97.0 - 0.5;
+                let pos = Vector3::new(i as f64 * 0.52, j as f64 * 0.52, 0.2 + layer as f64 * 0.41);
+                let rot = UnitQuaternion::from_euler_angles(0.0, 0.0, 0.05 * jit);
+                let mut b = Block::new(k as u32, 0.5, 0.5, 0.4, 2500.0, pos, rot);
+                b.vel = Vector3::new(0.0, 0.0, -0.05);
+                v.push(b);
+                k += 1;
+            }
+        }
+    }
+    v
+}
+
+struct Row {
+    name: String,
+    steps: u64,
+    wall: f64,
+    broad: f64,
+    narrow: f64,
+    assembly: f64,
+    solve: f64,
+    contacts: f64,
+    fallbacks: u64,
+    reference: Option<f64>,
+}
+
+fn bench(name: &str, blocks: Vec<Block>, steps: u64, solver: &SolverConfig, reference: Option<f64>) -> Row {
+    let config = Config {
+        dt: 1e-3,
+        steps: Some(steps),
+        gravity: 9.80665,
+        kappa: Kappa::Thesis { factor: 0.5 },
+        tolerance: 1e-3,
+        solver: solver.clone(),
+        planes: vec![PlaneConfig { point: [0.0, 0.0, 0.0], normal: [0.0, 0.0, 1.0] }],
+        allow_initial_overlap: true,
+        ..Config::default()
+    };
+    let st = statics(&config, None);
+    let mut sim = Simulation::new(config, blocks, st).expect("simulation");
+    let mut r = Row { name: name.into(), steps, wall: 0.0, broad: 0.0, narrow: 0.0, assembly: 0.0, solve: 0.0, contacts: 0.0, fallbacks: 0, reference };
+    let t0 = Instant::now();
+    for _ in 0..steps {
+        let (_, d) = sim.advance();
+        r.broad += d.t_broad;
+        r.narrow += d.t_narrow;
+        r.assembly += d.jump.t_assembly;
+        r.solve += d.jump.t_solve;
+        r.contacts += (d.jump.contacts_block_block + d.jump.contacts_block_plane + d.jump.contacts_block_terrain) as f64;
+        r.fallbacks += d.jump.fallback as u64;
+        assert!(d.jump.failed.is_empty(), "{name}: step {} not solved", d.step);
+    }
+    r.wall = t0.elapsed().as_secs_f64();
+    r
+}
+
+fn main() {
+    let dir = PathBuf::from(std::env::var("TALUS_THESIS_DIR").unwrap_or_else(|_| "/work/shared/data/thesis-granular".into()));
+    let solver = match std::env::var("TALUS_BENCH_SOLVER").as_deref() {
+        Ok("clarabel") => SolverConfig::Clarabel { tolerance: 1e-9, max_iterations: 200 },
+        _ => SolverConfig::Warm { tolerance: 1e-9, max_iterations: 50, fallback_tolerance: 1e-9 },
+    };
+    let skip_big = std::env::var("TALUS_BENCH_SKIP_BIG").is_ok();
+    let mut rows = Vec::new();
+    for (n, steps, reference) in [(100usize, 1000u64, 2.1), (500, 1000, 43.0), (1000, 300, 93.0), (3000, 100, 968.0)] {
+        match thesis_blocks(&dir, n) {
+            Some(b) => rows.push(bench(&format!("thesis N={n}"), b, steps, &solver, Some(reference / 1000.0))),
+            None => eprintln!("skipped thesis N={n}: files not found in {}", dir.display()),
+        }
+    }
+    if !skip_big {
+        rows.push(bench("generated N=100000", generated_heap(100_000), 3, &solver, None));
+    }
+    println!("solver: {solver:?}");
+    println!(
+        "{:<20} {:>6} {:>11} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>12}",
+        "case", "steps", "s/step", "broad", "narrow", "assembly", "solve", "contacts", "fallback", "vs thesis"
+    );
+    for r in &rows {
+        let s = r.steps as f64;
+        let per = r.wall / s;
+        let ratio = r.reference.map(|t| format!("{:.0}x", t / per)).unwrap_or_else(|| "-".into());
+        println!(
+            "{:<20} {:>6} {:>11.3e} {:>10.2e} {:>10.2e} {:>10.2e} {:>10.2e} {:>10.0} {:>9} {:>12}",
+            r.name,
+            r.steps,
+            per,
+            r.broad / s,
+            r.narrow / s,
+            r.assembly / s,
+            r.solve / s,
+            r.contacts / s,
+            r.fallbacks,
+            ratio
+        );
+    }
+    println!("(thesis reference: 2.1 / 43 / 93 / 968 s per 1000 steps for N = 100 / 500 / 1000 / 3000; goal >= 200x at 3000, <= 1 s/step at 1e5)");
+}

@@ -1,0 +1,234 @@
+//! The options of `talus run`: one typed struct, deserialised from the `[run]` table of a
+//! site file (unknown keys are errors), validated before any work.
+
+use crate::rotation::RotationModel;
+use serde::{Deserialize, Serialize};
+
+/// How the dissipation coefficients κ_N, κ_T (kg, percussion per unit relative velocity)
+/// are chosen.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "mode", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Kappa {
+    /// Global κ_N and κ_T in kg, as the thesis's `parameter.data` gives them after scaling.
+    Raw {
+        /// κ_N, kg.
+        normal: f64,
+        /// κ_T, kg.
+        tangential: f64,
+    },
+    /// κ derived per contact from a target normal restitution e ∈ [0, 1): for one contact
+    /// of effective mass m along its normal, e = (κ − 2m)/(κ + 2m) (design.md §3 with
+    /// n = 1), so κ_N = 2m(1 + e)/(1 − e); κ_T = tangential_ratio × κ_N. Blocks of any mass
+    /// then bounce alike. m = 1/(c_kᵀ M⁻¹ c_k) at the start of the step.
+    Restitution {
+        /// Target normal restitution e, 1 (0 = perfectly plastic single contact).
+        e: f64,
+        /// κ_T / κ_N, 1.
+        tangential_ratio: f64,
+    },
+    /// The thesis code's choice: κ_N = κ_T = factor × (total mass) / N (its
+    /// `parameter.data` holds factor = 0.5 for both).
+    Thesis {
+        /// Multiplier of the mean block mass, 1.
+        factor: f64,
+    },
+}
+
+/// The QP solver of each island.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "method", rename_all = "snake_case", deny_unknown_fields)]
+pub enum SolverConfig {
+    /// Clarabel's interior-point method (the reference; cannot be warm-started).
+    Clarabel {
+        /// Clarabel's gap and feasibility tolerance, 1.
+        tolerance: f64,
+        /// Iteration limit.
+        max_iterations: u32,
+    },
+    /// Semismooth Newton on the proximal augmented Lagrangian of the QP, warm-started
+    /// from the previous step's multipliers (matched by contact identity), sparse
+    /// Cholesky of H + ρ C_Aᵀ C_A with faer. Falls back to Clarabel (recorded) when it
+    /// does not converge.
+    Warm {
+        /// KKT residual tolerance (relative to the data's scale), 1.
+        tolerance: f64,
+        /// Limit of Newton iterations per QP before falling back to Clarabel.
+        max_iterations: u32,
+        /// Tolerance of the Clarabel fallback, 1.
+        fallback_tolerance: f64,
+    },
+}
+
+/// What to do when a QP is not solved (its data is dumped as Clarabel JSON either way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OnSolverFailure {
+    /// Stop the run with an error (outputs written so far are kept, finals are not).
+    Stop,
+    /// Keep the solver's last iterate and go on (recorded in the diagnostics).
+    Continue,
+}
+
+/// A static plane, given by a point and a normal pointing out of the solid half-space.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlaneConfig {
+    /// A point of the plane, m.
+    pub point: [f64; 3],
+    /// Normal (need not be unit), pointing to the free side.
+    pub normal: [f64; 3],
+}
+
+/// Removal of residual penetration: a contact with gap δ < 0 must separate after the
+/// jump at c_kᵀu⁺ ≥ min(β (−δ)/Δt, max_velocity).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct SeparationConfig {
+    /// β, fraction of the penetration removed per step, 1.
+    pub beta: f64,
+    /// Cap of the separation velocity, m/s.
+    pub max_velocity: f64,
+}
+
+impl Default for SeparationConfig {
+    fn default() -> Self {
+        SeparationConfig { beta: 0.2, max_velocity: 1.0 }
+    }
+}
+
+/// Options of `talus run`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Time step Δt, s.
+    pub dt: f64,
+    /// Simulated duration, s (ignored when `steps` is set).
+    pub duration: f64,
+    /// Number of steps (overrides `duration` when set).
+    pub steps: Option<u64>,
+    /// Gravity, m/s², along −z.
+    pub gravity: f64,
+    /// Dissipation coefficients κ_N, κ_T.
+    pub kappa: Kappa,
+    /// Contacts are kept when their gap is at most this, m.
+    pub tolerance: f64,
+    /// Removal of residual penetration.
+    pub separation: SeparationConfig,
+    /// Rotation between jumps: constant ω (pure A-CD²) or torque-free Euler motion.
+    pub rotation: RotationModel,
+    /// QP solver.
+    pub solver: SolverConfig,
+    /// Static planes (the thesis heap uses the ground z = 0:
+    /// `planes = [{ point = [0, 0, 0], normal = [0, 0, 1] }]`).
+    pub planes: Vec<PlaneConfig>,
+    /// Write trajectories every this many steps (and always the first and last), 1.
+    pub output_every: u64,
+    /// Write a checkpoint every this many steps (0: never), 1.
+    pub checkpoint_every: u64,
+    /// What to do when a QP is not solved.
+    pub on_solver_failure: OnSolverFailure,
+    /// Accept blocks that overlap at the start (the separation velocity pushes them
+    /// apart); otherwise the run is refused and the overlapping pairs are listed.
+    pub allow_initial_overlap: bool,
+    /// Overlap depth tolerated at the start without refusing, m.
+    pub initial_overlap_tolerance: f64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            dt: 1e-3,
+            duration: 1.0,
+            steps: None,
+            gravity: 9.81,
+            kappa: Kappa::Thesis { factor: 0.5 },
+            tolerance: 1e-3,
+            separation: SeparationConfig::default(),
+            rotation: RotationModel::default(),
+            solver: SolverConfig::Clarabel { tolerance: 1e-9, max_iterations: 200 },
+            planes: Vec::new(),
+            output_every: 10,
+            checkpoint_every: 1000,
+            on_solver_failure: OnSolverFailure::Stop,
+            allow_initial_overlap: false,
+            initial_overlap_tolerance: 1e-3,
+        }
+    }
+}
+
+/// A configuration value out of its domain.
+#[derive(Debug, thiserror::Error)]
+#[error("run configuration: {0}")]
+pub struct ConfigError(pub String);
+
+impl Config {
+    /// Number of steps of the run.
+    pub fn n_steps(&self) -> u64 {
+        self.steps.unwrap_or_else(|| (self.duration / self.dt).round().max(0.0) as u64)
+    }
+
+    /// Check every value before any work.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |m: String| Err(ConfigError(m));
+        if !(self.dt.is_finite() && self.dt > 0.0) {
+            return bad(format!("dt = {} s must be finite and > 0", self.dt));
+        }
+        if self.steps.is_none() && !(self.duration.is_finite() && self.duration >= 0.0) {
+            return bad(format!("duration = {} s must be finite and >= 0", self.duration));
+        }
+        if !(self.gravity.is_finite() && self.gravity >= 0.0) {
+            return bad(format!("gravity = {} m/s² must be finite and >= 0", self.gravity));
+        }
+        match self.kappa {
+            Kappa::Raw { normal, tangential } => {
+                if !(normal.is_finite() && normal >= 0.0 && tangential.is_finite() && tangential >= 0.0) {
+                    return bad(format!("kappa: normal = {normal}, tangential = {tangential} must be finite and >= 0"));
+                }
+            }
+            Kappa::Restitution { e, tangential_ratio } => {
+                if !(0.0..1.0).contains(&e) || !(tangential_ratio.is_finite() && tangential_ratio >= 0.0) {
+                    return bad(format!("kappa: e = {e} must be in [0, 1), tangential_ratio = {tangential_ratio} >= 0"));
+                }
+            }
+            Kappa::Thesis { factor } => {
+                if !(factor.is_finite() && factor >= 0.0) {
+                    return bad(format!("kappa: factor = {factor} must be finite and >= 0"));
+                }
+            }
+        }
+        if !(self.tolerance.is_finite() && self.tolerance >= 0.0) {
+            return bad(format!("tolerance = {} m must be finite and >= 0", self.tolerance));
+        }
+        let s = &self.separation;
+        if !(s.beta.is_finite() && (0.0..=1.0).contains(&s.beta)) || !(s.max_velocity.is_finite() && s.max_velocity >= 0.0) {
+            return bad(format!("separation: beta = {} must be in [0, 1], max_velocity = {} m/s >= 0", s.beta, s.max_velocity));
+        }
+        match self.solver {
+            SolverConfig::Clarabel { tolerance, max_iterations } => {
+                if !(tolerance > 0.0 && tolerance < 1.0) || max_iterations == 0 {
+                    return bad(format!("solver: tolerance = {tolerance} must be in (0, 1), max_iterations > 0"));
+                }
+            }
+            SolverConfig::Warm { tolerance, max_iterations, fallback_tolerance } => {
+                if !(tolerance > 0.0 && tolerance < 1.0) || !(fallback_tolerance > 0.0 && fallback_tolerance < 1.0) || max_iterations == 0 {
+                    return bad(format!(
+                        "solver: tolerance = {tolerance} and fallback_tolerance = {fallback_tolerance} must be in (0, 1), max_iterations > 0"
+                    ));
+                }
+            }
+        }
+        for (k, p) in self.planes.iter().enumerate() {
+            let n = nalgebra::Vector3::from(p.normal);
+            if !(p.point.iter().all(|v| v.is_finite()) && n.iter().all(|v| v.is_finite()) && n.norm() > 0.0) {
+                return bad(format!("planes[{k}]: point must be finite and normal non-zero"));
+            }
+        }
+        if self.output_every == 0 {
+            return bad("output_every must be >= 1".into());
+        }
+        if !(self.initial_overlap_tolerance.is_finite() && self.initial_overlap_tolerance >= 0.0) {
+            return bad("initial_overlap_tolerance must be finite and >= 0".into());
+        }
+        Ok(())
+    }
+}

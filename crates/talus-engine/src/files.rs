@@ -1,0 +1,679 @@
+//! Parquet input and output of `talus run`: blocks and terrain in, trajectories,
+//! energies, diagnostics and the final state out, checkpoints to resume from.
+//!
+//! Outputs are written atomically at the end of the run (talus-io sinks): a run that
+//! fails or is interrupted leaves its checkpoints and no half-written table. Each
+//! checkpoint `checkpoints/step_NNNNNNNNNN/` holds the full state (`state.parquet`,
+//! `state.json` with the cumulative energies and the warm-start multipliers) and the rows
+//! of the three tables since the previous checkpoint; `--resume` replays those rows with
+//! the same batching and continues, so trajectories, energies and the final state are
+//! byte-identical to an uninterrupted run's (diagnostics hold wall times, which differ).
+
+use crate::body::Block;
+use crate::config::{Config, OnSolverFailure, SolverConfig};
+use crate::sim::{Diagnostics, Energies, SimError, Simulation, Totals};
+use crate::solvers::clarabel_json;
+use crate::statics::{Plane, Statics, Tin};
+use crate::warm::{ContactKey, WarmStart};
+use arrow::array::{Array, ArrayRef, BinaryArray, BooleanArray, Float64Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
+use arrow::datatypes::SchemaRef;
+use nalgebra::{Quaternion, UnitQuaternion, Vector3};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+use talus_io::{Crs, IoError, ParquetSink, Progress, Provenance};
+
+/// Errors of `talus run`; messages name the file and the problem.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Sim(#[from] SimError),
+    #[error(transparent)]
+    Io(#[from] IoError),
+    #[error("{path}: {message}")]
+    Input { path: PathBuf, message: String },
+    #[error(
+        "step {step}: the QP of {count} island(s) was not solved (status {status}); data dumped to {dump} (replay with clarabel's DefaultSolver::load_from_file); set on_solver_failure = \"continue\" to go on"
+    )]
+    SolverFailure { step: u64, count: usize, status: String, dump: PathBuf },
+    #[error("cannot resume from {path}: {message}")]
+    Resume { path: PathBuf, message: String },
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct Summary {
+    pub steps: u64,
+    pub time: f64,
+    pub blocks: usize,
+    pub active_blocks: usize,
+    pub deactivated: usize,
+    pub max_contacts: u32,
+    pub max_penetration: f64,
+    pub failed_qps: usize,
+    pub fallbacks: usize,
+    pub kappa_normal: Option<f64>,
+    pub initial_energy: f64,
+    pub final_kinetic: f64,
+    pub dissipated: f64,
+    pub max_abs_balance_error: f64,
+    pub resumed_from: Option<u64>,
+    pub wall_seconds: f64,
+}
+
+/// Blocks read from a blocks table: the blocks, their densities, the CRS.
+pub struct BlocksInput {
+    pub blocks: Vec<Block>,
+    pub densities: Vec<f64>,
+    pub crs: Option<Crs>,
+}
+
+fn input_err(path: &Path, message: impl Into<String>) -> Error {
+    Error::Input { path: path.to_path_buf(), message: message.into() }
+}
+
+/// Read a blocks table (talus_schema::blocks), checking sizes, densities and finiteness.
+pub fn read_blocks(path: &Path) -> Result<BlocksInput, Error> {
+    let t = talus_io::read_table(path, &talus_schema::blocks::schema())?;
+    let col = |n: &str| t.f64s(n);
+    let (ids, a, b, c, dens) = (t.u32s("id")?, col("a")?, col("b")?, col("c")?, col("density")?);
+    let (x, y, z) = (col("x")?, col("y")?, col("z")?);
+    let (qw, qx, qy, qz) = (col("qw")?, col("qx")?, col("qy")?, col("qz")?);
+    let (vx, vy, vz, wx, wy, wz) = (col("vx")?, col("vy")?, col("vz")?, col("wx")?, col("wy")?, col("wz")?);
+    let active = t.bools("active")?;
+    if ids.is_empty() {
+        return Err(input_err(path, "no blocks"));
+    }
+    let mut blocks = Vec::with_capacity(ids.len());
+    for k in 0..ids.len() {
+        for (name, v) in [("a", a[k]), ("b", b[k]), ("c", c[k]), ("density", dens[k])] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(input_err(path, format!("block {} (row {k}): {name} = {v} must be finite and > 0", ids[k])));
+            }
+        }
+        let q = Quaternion::new(qw[k], qx[k], qy[k], qz[k]);
+        if !(q.coords.iter().all(|v| v.is_finite()) && q.norm() > 1e-12) {
+            return Err(input_err(path, format!("block {} (row {k}): orientation quaternion is zero or not finite", ids[k])));
+        }
+        let mut blk = Block::new(ids[k], a[k], b[k], c[k], dens[k], Vector3::new(x[k], y[k], z[k]), UnitQuaternion::from_quaternion(q));
+        blk.vel = Vector3::new(vx[k], vy[k], vz[k]);
+        blk.omega = Vector3::new(wx[k], wy[k], wz[k]);
+        blk.active = active[k];
+        blocks.push(blk);
+    }
+    crate::sim::validate_blocks(&blocks).map_err(|e| input_err(path, e.to_string()))?;
+    Ok(BlocksInput { blocks, densities: dens, crs: t.provenance().crs })
+}
+
+/// Read a terrain directory (vertices.parquet + triangles.parquet, talus_schema::terrain).
+pub fn read_terrain(dir: &Path) -> Result<Tin, Error> {
+    let vp = dir.join("vertices.parquet");
+    let tp = dir.join("triangles.parquet");
+    let v = talus_io::read_table(&vp, &talus_schema::terrain::vertices_schema())?;
+    let t = talus_io::read_table(&tp, &talus_schema::terrain::triangles_schema())?;
+    let (vid, x, y, z) = (v.u32s("id")?, v.f64s("x")?, v.f64s("y")?, v.f64s("z")?);
+    let mut verts = vec![Vector3::zeros(); vid.len()];
+    for k in 0..vid.len() {
+        let i = vid[k] as usize;
+        if i >= verts.len() {
+            return Err(input_err(&vp, format!("vertex id {i} out of 0..{} (ids must be dense)", verts.len())));
+        }
+        verts[i] = Vector3::new(x[k], y[k], z[k]);
+    }
+    let (v0, v1, v2) = (t.u32s("v0")?, t.u32s("v1")?, t.u32s("v2")?);
+    if v0.is_empty() {
+        return Err(input_err(&tp, "the terrain has no triangles"));
+    }
+    let tris: Vec<[u32; 3]> = (0..v0.len()).map(|k| [v0[k], v1[k], v2[k]]).collect();
+    Tin::new(verts, tris).map_err(|e| input_err(&tp, e.to_string()))
+}
+
+/// The statics of a run: the TIN (if any) and the configured planes.
+pub fn statics(config: &Config, tin: Option<Tin>) -> Statics {
+    Statics {
+        tin,
+        planes: config.planes.iter().map(|p| Plane::new(Vector3::from(p.point), Vector3::from(p.normal))).collect(),
+    }
+}
+
+fn f64col(v: Vec<f64>) -> ArrayRef {
+    Arc::new(Float64Array::from(v))
+}
+
+/// Trajectory rows of the active blocks.
+pub fn trajectory_batch(step: u64, time: f64, blocks: &[Block]) -> RecordBatch {
+    let act: Vec<&Block> = blocks.iter().filter(|b| b.active).collect();
+    let g = |f: &dyn Fn(&Block) -> f64| f64col(act.iter().map(|b| f(b)).collect());
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(UInt64Array::from(vec![step; act.len()])),
+        f64col(vec![time; act.len()]),
+        Arc::new(UInt32Array::from(act.iter().map(|b| b.id).collect::<Vec<_>>())),
+        g(&|b| b.pos.x),
+        g(&|b| b.pos.y),
+        g(&|b| b.pos.z),
+        g(&|b| b.rot.w),
+        g(&|b| b.rot.i),
+        g(&|b| b.rot.j),
+        g(&|b| b.rot.k),
+        g(&|b| b.vel.x),
+        g(&|b| b.vel.y),
+        g(&|b| b.vel.z),
+        g(&|b| b.omega.x),
+        g(&|b| b.omega.y),
+        g(&|b| b.omega.z),
+    ];
+    RecordBatch::try_new(Arc::new(talus_schema::run::trajectories_schema()), cols).expect("trajectories schema")
+}
+
+/// Energies rows.
+pub fn energies_batch(rows: &[Energies]) -> RecordBatch {
+    let g = |f: &dyn Fn(&Energies) -> f64| f64col(rows.iter().map(f).collect());
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(UInt64Array::from(rows.iter().map(|e| e.step).collect::<Vec<_>>())),
+        g(&|e| e.time),
+        g(&|e| e.kinetic_translational),
+        g(&|e| e.kinetic_rotational),
+        g(&|e| e.kinetic_translational + e.kinetic_rotational),
+        g(&|e| e.potential),
+        g(&|e| e.dissipated),
+        g(&|e| e.dissipated_cumulative),
+        g(&|e| e.gravity_work),
+        g(&|e| e.separation_work),
+        g(&|e| e.separation_work_cumulative),
+        g(&|e| e.removed_cumulative),
+        g(&|e| e.balance_error),
+    ];
+    RecordBatch::try_new(Arc::new(talus_schema::run::energies_schema()), cols).expect("energies schema")
+}
+
+/// One diagnostics row, as stored in memory until its batch is written.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DiagRow {
+    pub step: u64,
+    pub time: f64,
+    pub bb: u32,
+    pub bt: u32,
+    pub bp: u32,
+    pub islands: u32,
+    pub vars: u32,
+    pub cons: u32,
+    pub solver: String,
+    pub status: String,
+    pub iterations: u32,
+    pub r_prim: f64,
+    pub r_dual: f64,
+    pub fallback: bool,
+    pub max_penetration: f64,
+    pub t_broad: f64,
+    pub t_narrow: f64,
+    pub t_assembly: f64,
+    pub t_solve: f64,
+    pub deactivated: u32,
+    pub failed: u32,
+    pub active: u32,
+    pub t_step: f64,
+}
+
+impl DiagRow {
+    fn from(d: &Diagnostics, active: u32, t_step: f64) -> Self {
+        let j = &d.jump;
+        DiagRow {
+            step: d.step,
+            time: d.time,
+            bb: j.contacts_block_block,
+            bt: j.contacts_block_terrain,
+            bp: j.contacts_block_plane,
+            islands: j.islands,
+            vars: j.qp_variables,
+            cons: j.qp_constraints,
+            solver: j.solver.clone(),
+            status: j.status.clone(),
+            iterations: j.iterations,
+            r_prim: j.r_prim,
+            r_dual: j.r_dual,
+            fallback: j.fallback,
+            max_penetration: j.max_penetration,
+            t_broad: d.t_broad,
+            t_narrow: d.t_narrow,
+            t_assembly: j.t_assembly,
+            t_solve: j.t_solve,
+            deactivated: d.deactivated.len() as u32,
+            failed: j.failed.len() as u32,
+            active,
+            t_step,
+        }
+    }
+}
+
+/// Diagnostics rows.
+pub fn diagnostics_batch(rows: &[DiagRow]) -> RecordBatch {
+    let u = |f: &dyn Fn(&DiagRow) -> u32| -> ArrayRef { Arc::new(UInt32Array::from(rows.iter().map(f).collect::<Vec<_>>())) };
+    let g = |f: &dyn Fn(&DiagRow) -> f64| f64col(rows.iter().map(f).collect());
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(UInt64Array::from(rows.iter().map(|d| d.step).collect::<Vec<_>>())),
+        g(&|d| d.time),
+        u(&|d| d.bb),
+        u(&|d| d.bt),
+        u(&|d| d.bp),
+        u(&|d| d.islands),
+        u(&|d| d.vars),
+        u(&|d| d.cons),
+        Arc::new(StringArray::from(rows.iter().map(|d| d.solver.clone()).collect::<Vec<_>>())),
+        Arc::new(StringArray::from(rows.iter().map(|d| d.status.clone()).collect::<Vec<_>>())),
+        u(&|d| d.iterations),
+        g(&|d| d.r_prim),
+        g(&|d| d.r_dual),
+        Arc::new(BooleanArray::from(rows.iter().map(|d| d.fallback).collect::<Vec<_>>())),
+        g(&|d| d.max_penetration),
+        g(&|d| d.t_broad),
+        g(&|d| d.t_narrow),
+        g(&|d| d.t_assembly),
+        g(&|d| d.t_solve),
+        u(&|d| d.deactivated),
+        u(&|d| d.failed),
+        u(&|d| d.active),
+        g(&|d| d.t_step),
+    ];
+    RecordBatch::try_new(Arc::new(talus_schema::run::diagnostics_schema()), cols).expect("diagnostics schema")
+}
+
+/// The blocks table of a state (final state, or a checkpoint).
+pub fn blocks_batch(blocks: &[Block], densities: &[f64]) -> RecordBatch {
+    let g = |f: &dyn Fn(&Block) -> f64| f64col(blocks.iter().map(f).collect());
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(UInt32Array::from(blocks.iter().map(|b| b.id).collect::<Vec<_>>())),
+        g(&|b| 2.0 * b.half.x),
+        g(&|b| 2.0 * b.half.y),
+        g(&|b| 2.0 * b.half.z),
+        f64col(densities.to_vec()),
+        g(&|b| b.mass),
+        g(&|b| b.pos.x),
+        g(&|b| b.pos.y),
+        g(&|b| b.pos.z),
+        g(&|b| b.rot.w),
+        g(&|b| b.rot.i),
+        g(&|b| b.rot.j),
+        g(&|b| b.rot.k),
+        g(&|b| b.vel.x),
+        g(&|b| b.vel.y),
+        g(&|b| b.vel.z),
+        g(&|b| b.omega.x),
+        g(&|b| b.omega.y),
+        g(&|b| b.omega.z),
+        Arc::new(BooleanArray::from(blocks.iter().map(|b| b.active).collect::<Vec<_>>())),
+        Arc::new(BinaryArray::from_iter_values(blocks.iter().map(|b| talus_io::geo::wkb_point(b.pos.x, b.pos.y)))),
+    ];
+    RecordBatch::try_new(Arc::new(talus_schema::blocks::schema()), cols).expect("blocks schema")
+}
+
+fn blocks_provenance(base: &Provenance, blocks: &[Block], crs: Option<&Crs>) -> Provenance {
+    let (mut lo, mut hi) = ([f64::INFINITY; 2], [f64::NEG_INFINITY; 2]);
+    for b in blocks {
+        lo = [lo[0].min(b.pos.x), lo[1].min(b.pos.y)];
+        hi = [hi[0].max(b.pos.x), hi[1].max(b.pos.y)];
+    }
+    let geo = talus_io::geo::geo_metadata("geometry", &["Point"], crs, Some([lo[0], lo[1], hi[0], hi[1]]));
+    base.clone().with_extra(talus_io::geo::GEO_KEY, geo)
+}
+
+/// Checkpoint state (JSON).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+struct CheckpointState {
+    step: u64,
+    /// Fingerprint of config + inputs: a checkpoint resumes only the same run.
+    fingerprint: String,
+    totals: Totals,
+    /// f64 values as their bit patterns, so the state is restored exactly.
+    totals_bits: [u64; 5],
+    warm: Vec<(ContactKey, u64)>,
+    summary: Summary,
+}
+
+/// Energies/diagnostics batches end at multiples of this step count, at checkpoints and at
+/// the end (the same batching in a resumed run, for byte-identical files).
+const FLUSH_STEPS: u64 = 4096;
+
+struct Sinks {
+    traj: ParquetSink,
+    energy: ParquetSink,
+    diag: ParquetSink,
+}
+
+struct Pending {
+    energies: Vec<Energies>,
+    diags: Vec<DiagRow>,
+}
+
+fn segment_paths(dir: &Path) -> [PathBuf; 3] {
+    [dir.join("trajectories.parquet"), dir.join("energies.parquet"), dir.join("diagnostics.parquet")]
+}
+
+fn schemas() -> [SchemaRef; 3] {
+    [
+        Arc::new(talus_schema::run::trajectories_schema()),
+        Arc::new(talus_schema::run::energies_schema()),
+        Arc::new(talus_schema::run::diagnostics_schema()),
+    ]
+}
+
+fn open_sinks(paths: &[PathBuf; 3], prov: &Provenance) -> Result<Sinks, Error> {
+    let [ts, es, ds] = schemas();
+    Ok(Sinks {
+        traj: ParquetSink::create(&paths[0], ts, prov)?,
+        energy: ParquetSink::create(&paths[1], es, prov)?,
+        diag: ParquetSink::create(&paths[2], ds, prov)?,
+    })
+}
+
+fn flush(main: &mut Sinks, seg: &mut Sinks, pending: &mut Pending) -> Result<(), Error> {
+    if !pending.energies.is_empty() {
+        let b = energies_batch(&pending.energies);
+        main.energy.write(&b)?;
+        seg.energy.write(&b)?;
+        pending.energies.clear();
+    }
+    if !pending.diags.is_empty() {
+        let b = diagnostics_batch(&pending.diags);
+        main.diag.write(&b)?;
+        seg.diag.write(&b)?;
+        pending.diags.clear();
+    }
+    Ok(())
+}
+
+fn read_energies(path: &Path) -> Result<Vec<Energies>, Error> {
+    let t = talus_io::read_table(path, &talus_schema::run::energies_schema())?;
+    let step = t.u64s("step")?;
+    let c = |n: &str| t.f64s(n);
+    let (time, kt, kr, pe, d, dc, gw, sw, swc, rm, be) = (
+        c("time")?,
+        c("kinetic_translational")?,
+        c("kinetic_rotational")?,
+        c("potential")?,
+        c("dissipated")?,
+        c("dissipated_cumulative")?,
+        c("gravity_work")?,
+        c("separation_work")?,
+        c("separation_work_cumulative")?,
+        c("removed_cumulative")?,
+        c("balance_error")?,
+    );
+    Ok((0..step.len())
+        .map(|k| Energies {
+            step: step[k],
+            time: time[k],
+            kinetic_translational: kt[k],
+            kinetic_rotational: kr[k],
+            potential: pe[k],
+            dissipated: d[k],
+            dissipated_cumulative: dc[k],
+            gravity_work: gw[k],
+            separation_work: sw[k],
+            separation_work_cumulative: swc[k],
+            removed_cumulative: rm[k],
+            balance_error: be[k],
+        })
+        .collect())
+}
+
+fn read_diags(path: &Path) -> Result<Vec<DiagRow>, Error> {
+    let t = talus_io::read_table(path, &talus_schema::run::diagnostics_schema())?;
+    let step = t.u64s("step")?;
+    let f = |n: &str| t.f64s(n);
+    let u = |n: &str| t.u32s(n);
+    let (time, bb, bt, bp, isl, vars, cons) = (f("time")?, u("contacts_block_block")?, u("contacts_block_terrain")?, u("contacts_block_plane")?, u("islands")?, u("qp_variables")?, u("qp_constraints")?);
+    let (solver, status, it, rp, rd, fb, mp) = (t.strings("solver")?, t.strings("status")?, u("iterations")?, f("primal_residual")?, f("dual_residual")?, t.bools("fallback")?, f("max_penetration")?);
+    let (tb, tn, ta, ts, de, fq, ac, tst) = (f("t_broad")?, f("t_narrow")?, f("t_assembly")?, f("t_solve")?, u("deactivated")?, u("failed_qps")?, u("active_blocks")?, f("t_step")?);
+    Ok((0..step.len())
+        .map(|k| DiagRow {
+            step: step[k],
+            time: time[k],
+            bb: bb[k],
+            bt: bt[k],
+            bp: bp[k],
+            islands: isl[k],
+            vars: vars[k],
+            cons: cons[k],
+            solver: solver[k].clone(),
+            status: status[k].clone(),
+            iterations: it[k],
+            r_prim: rp[k],
+            r_dual: rd[k],
+            fallback: fb[k],
+            max_penetration: mp[k],
+            t_broad: tb[k],
+            t_narrow: tn[k],
+            t_assembly: ta[k],
+            t_solve: ts[k],
+            deactivated: de[k],
+            failed: fq[k],
+            active: ac[k],
+            t_step: tst[k],
+        })
+        .collect())
+}
+
+fn is_flush_step(step: u64, config: &Config) -> bool {
+    step % FLUSH_STEPS == 0 || (config.checkpoint_every > 0 && step % config.checkpoint_every == 0)
+}
+
+fn checkpoint_dirs(root: &Path) -> Vec<(u64, PathBuf)> {
+    let mut v: Vec<(u64, PathBuf)> = std::fs::read_dir(root)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let n = name.strip_prefix("step_")?.parse::<u64>().ok()?;
+            e.path().join("state.json").exists().then_some((n, e.path()))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Run a simulation from files. `terrain_dir` holds `vertices.parquet` and
+/// `triangles.parquet`; outputs go to `out_dir`. With `resume`, continue from the last
+/// checkpoint in `out_dir/checkpoints`.
+pub fn run(config: &Config, blocks_path: &Path, terrain_dir: Option<&Path>, out_dir: &Path, resume: bool, progress: &dyn Progress) -> Result<Summary, Error> {
+    let wall = Instant::now();
+    config.validate().map_err(SimError::from)?;
+    let input = read_blocks(blocks_path)?;
+    let tin = terrain_dir.map(read_terrain).transpose()?;
+    let mut inputs: Vec<PathBuf> = vec![blocks_path.to_path_buf()];
+    if let Some(d) = terrain_dir {
+        inputs.push(d.join("vertices.parquet"));
+        inputs.push(d.join("triangles.parquet"));
+    }
+    let prov = Provenance::new("run", env!("CARGO_PKG_VERSION"), config).with_inputs(&inputs)?.with_crs(input.crs.clone());
+    let fingerprint = format!("{}|{}", prov.config, serde_json::to_string(&prov.inputs).unwrap_or_default());
+    let densities = input.densities.clone();
+    let n_steps = config.n_steps();
+    let mut sim = Simulation::new(config.clone(), input.blocks, statics(config, tin))?;
+    let mut summary = Summary { blocks: sim.blocks.len(), ..Default::default() };
+    if let crate::step::KappaLaw::Global { normal, .. } = sim.params.kappa {
+        summary.kappa_normal = Some(normal);
+    }
+    summary.initial_energy = sim.totals.initial_energy;
+
+    let ckpt_root = out_dir.join("checkpoints");
+    if !resume {
+        // A fresh run: checkpoints of an earlier run in this directory are not ours.
+        let _ = std::fs::remove_dir_all(&ckpt_root);
+    }
+    // Segment directories in progress (rows since the last checkpoint) of an interrupted
+    // run are stale: remove them.
+    for e in std::fs::read_dir(&ckpt_root).into_iter().flatten().flatten() {
+        if e.file_name().to_string_lossy().starts_with(".segment_") {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+    let seg_dir = |start: u64| ckpt_root.join(format!(".segment_{start:010}"));
+    let main_paths = segment_paths(out_dir);
+    let mut main = open_sinks(&main_paths, &prov)?;
+    let mut pending = Pending { energies: Vec::new(), diags: Vec::new() };
+
+    // Resume: restore the state and replay the rows of every checkpoint segment.
+    let mut resumed = false;
+    if resume {
+        let dirs = checkpoint_dirs(&ckpt_root);
+        let Some((last, last_dir)) = dirs.last().cloned() else {
+            return Err(Error::Resume { path: ckpt_root, message: "no checkpoint found".into() });
+        };
+        let text = std::fs::read_to_string(last_dir.join("state.json")).map_err(|e| Error::Resume { path: last_dir.clone(), message: e.to_string() })?;
+        let st: CheckpointState = serde_json::from_str(&text).map_err(|e| Error::Resume { path: last_dir.clone(), message: e.to_string() })?;
+        if st.fingerprint != fingerprint {
+            return Err(Error::Resume { path: last_dir, message: "the configuration or the input files differ from the checkpointed run".into() });
+        }
+        let state = read_blocks(&last_dir.join("state.parquet"))?;
+        sim.blocks = state.blocks;
+        sim.step = st.step;
+        let b = st.totals_bits.map(f64::from_bits);
+        sim.totals = Totals { dissipated: b[0], gravity_work: b[1], separation_work: b[2], removed: b[3], initial_energy: b[4] };
+        sim.warm = WarmStart::from_entries(&st.warm.iter().map(|(k, v)| (*k, f64::from_bits(*v))).collect::<Vec<_>>());
+        summary = st.summary;
+        summary.resumed_from = Some(last);
+        for (_, dir) in dirs.iter().filter(|(n, _)| *n <= last) {
+            let [tp, ep, dp] = segment_paths(dir);
+            let (_, _, batches) = talus_io::read_batches(&tp, &talus_schema::run::trajectories_schema())?;
+            // Trajectory batches: one per output step, as written.
+            let mut rows: Vec<RecordBatch> = Vec::new();
+            for b in batches {
+                rows.push(b?);
+            }
+            if !rows.is_empty() {
+                let all = arrow::compute::concat_batches(&rows[0].schema(), &rows)
+                    .map_err(|e| Error::Resume { path: tp.clone(), message: e.to_string() })?;
+                let steps = all.column(0).as_any().downcast_ref::<UInt64Array>().expect("step column").values().to_vec();
+                let mut start = 0;
+                while start < steps.len() {
+                    let mut end = start;
+                    while end < steps.len() && steps[end] == steps[start] {
+                        end += 1;
+                    }
+                    main.traj.write(&all.slice(start, end - start))?;
+                    start = end;
+                }
+            }
+            for e in read_energies(&ep)? {
+                let s = e.step;
+                pending.energies.push(e);
+                if s > 0 && is_flush_step(s, config) {
+                    main.energy.write(&energies_batch(&pending.energies))?;
+                    pending.energies.clear();
+                }
+            }
+            for d in read_diags(&dp)? {
+                let s = d.step;
+                pending.diags.push(d);
+                if s > 0 && is_flush_step(s, config) {
+                    main.diag.write(&diagnostics_batch(&pending.diags))?;
+                    pending.diags.clear();
+                }
+            }
+        }
+        resumed = true;
+    }
+
+    let mut cur_dir = seg_dir(sim.step);
+    std::fs::create_dir_all(&cur_dir).map_err(|e| input_err(&cur_dir, e.to_string()))?;
+    let mut seg = open_sinks(&segment_paths(&cur_dir), &prov)?;
+    if !resumed {
+        let b = trajectory_batch(0, 0.0, &sim.blocks);
+        main.traj.write(&b)?;
+        seg.traj.write(&b)?;
+        pending.energies.push(sim.energies(0.0, 0.0));
+        pending.diags.push(DiagRow::from(
+            &Diagnostics { jump: crate::step::JumpReport { solver: "none".into(), status: "Solved".into(), ..Default::default() }, ..Default::default() },
+            sim.blocks.iter().filter(|b| b.active).count() as u32,
+            0.0,
+        ));
+    }
+
+    progress.start("run", n_steps.saturating_sub(sim.step));
+    while sim.step < n_steps {
+        let t0 = Instant::now();
+        let (e, d) = sim.advance();
+        let step = sim.step;
+        let active = sim.blocks.iter().filter(|b| b.active).count() as u32;
+        summary.max_contacts = summary.max_contacts.max(d.jump.contacts_block_block + d.jump.contacts_block_plane + d.jump.contacts_block_terrain);
+        summary.max_penetration = summary.max_penetration.max(d.jump.max_penetration);
+        summary.fallbacks += d.jump.fallback as usize;
+        summary.deactivated += d.deactivated.len();
+        summary.max_abs_balance_error = summary.max_abs_balance_error.max(e.balance_error.abs());
+        if !d.jump.failed.is_empty() {
+            summary.failed_qps += d.jump.failed.len();
+            let dump_dir = out_dir.join("failed_qps");
+            for f in &d.jump.failed {
+                let (tol, it) = match config.solver {
+                    SolverConfig::Clarabel { tolerance, max_iterations } => (tolerance, max_iterations),
+                    SolverConfig::Warm { fallback_tolerance, .. } => (fallback_tolerance, 200),
+                };
+                let path = dump_dir.join(format!("step_{step:010}_island_{:05}.json", f.island));
+                let json = clarabel_json(&f.qp, tol, it).map_err(|m| input_err(&path, m))?;
+                talus_io::AtomicFile::write_all(&path, &json)?;
+            }
+            if config.on_solver_failure == OnSolverFailure::Stop {
+                return Err(Error::SolverFailure { step, count: d.jump.failed.len(), status: d.jump.status.clone(), dump: dump_dir });
+            }
+        }
+        let last = step == n_steps;
+        if step % config.output_every == 0 || last {
+            let b = trajectory_batch(step, sim.time(), &sim.blocks);
+            main.traj.write(&b)?;
+            seg.traj.write(&b)?;
+        }
+        pending.energies.push(e);
+        pending.diags.push(DiagRow::from(&d, active, t0.elapsed().as_secs_f64()));
+        let ckpt = config.checkpoint_every > 0 && step % config.checkpoint_every == 0 && !last;
+        if is_flush_step(step, config) || last {
+            flush(&mut main, &mut seg, &mut pending)?;
+        }
+        if ckpt {
+            // Close this segment, write the state, and publish the checkpoint.
+            let next_dir = seg_dir(step);
+            std::fs::create_dir_all(&next_dir).map_err(|e| input_err(&next_dir, e.to_string()))?;
+            let done = std::mem::replace(&mut seg, open_sinks(&segment_paths(&next_dir), &prov)?);
+            done.traj.finish()?;
+            done.energy.finish()?;
+            done.diag.finish()?;
+            talus_io::write_parquet(&cur_dir.join("state.parquet"), Arc::new(talus_schema::blocks::schema()), &[blocks_batch(&sim.blocks, &densities)], &prov)?;
+            let t = sim.totals;
+            let mut sum = summary.clone();
+            sum.steps = step;
+            let st = CheckpointState {
+                step,
+                fingerprint: fingerprint.clone(),
+                totals: t,
+                totals_bits: [t.dissipated, t.gravity_work, t.separation_work, t.removed, t.initial_energy].map(f64::to_bits),
+                warm: sim.warm.entries().into_iter().map(|(k, v)| (k, v.to_bits())).collect(),
+                summary: sum,
+            };
+            let json = serde_json::to_vec(&st).map_err(|e| input_err(&cur_dir, e.to_string()))?;
+            talus_io::AtomicFile::write_all(&cur_dir.join("state.json"), &json)?;
+            let target = ckpt_root.join(format!("step_{step:010}"));
+            let _ = std::fs::remove_dir_all(&target);
+            std::fs::rename(&cur_dir, &target).map_err(|e| input_err(&target, e.to_string()))?;
+            cur_dir = next_dir;
+        }
+        progress.inc(1);
+    }
+    progress.finish();
+    flush(&mut main, &mut seg, &mut pending)?;
+    drop(seg);
+    let _ = std::fs::remove_dir_all(&cur_dir);
+    main.traj.finish()?;
+    main.energy.finish()?;
+    main.diag.finish()?;
+    let fprov = blocks_provenance(&prov, &sim.blocks, input.crs.as_ref());
+    talus_io::write_parquet(&out_dir.join("final.parquet"), Arc::new(talus_schema::blocks::schema()), &[blocks_batch(&sim.blocks, &densities)], &fprov)?;
+
+    summary.steps = sim.step;
+    summary.time = sim.time();
+    summary.active_blocks = sim.blocks.iter().filter(|b| b.active).count();
+    let e = sim.energies(0.0, 0.0);
+    summary.final_kinetic = e.kinetic_translational + e.kinetic_rotational;
+    summary.dissipated = sim.totals.dissipated;
+    summary.wall_seconds = wall.elapsed().as_secs_f64();
+    Ok(summary)
+}

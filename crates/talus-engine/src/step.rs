@@ -1,0 +1,350 @@
+//! One A-CD² step of length Δt, given the contacts detected at the start of the step.
+//!
+//! Timing of a step [t_n, t_n + Δt] (the percussions are atomised at θ_n = t_n + Δt/2):
+//! 1. contacts (points, normals, gaps, lever arms A_k − g_i) at the configuration of t_n;
+//! 2. each body's orientation and angular velocity are carried to θ_n by
+//!    [`crate::rotation::advance`] over Δt/2 (constant ω: ω unchanged; torque-free: the
+//!    Euler motion), giving ω⁻ and the world inertia of the jump;
+//! 3. the jump: islands of the contact graph solve the QP (design.md §3) with M at θ_n,
+//!    u⁻ = (u_n, ω⁻); free bodies get u⁺ = u⁻ − g Δt e_z, ω⁺ = ω⁻;
+//! 4. g_{n+1} = g_n + (Δt/2)(u⁻ + u⁺); orientation and ω carried from θ_n to t_{n+1} by
+//!    `advance` over Δt/2 with ω⁺.
+//!
+//! Energy bookkeeping of the jump (exact for the QP's solution): with x = (u⁺ + u⁻)/2 and
+//! the internal percussion P = M(u⁺ − u⁻) − b, ΔKE = b·x + P·x. Gravity's work b·x =
+//! −Σ m g Δz is the drop of potential energy over the step. The separation velocities v_k
+//! of penetrating contacts inject W_s = Σ λ_k v_k / 2; the rest, D = W_s − P·x ≥ 0, is
+//! the dissipation (Clausius–Duhem).
+
+use crate::assembly::{JumpBody, JumpContact, Qp, assemble, effective_mass};
+use crate::body::Block;
+use crate::config::{Kappa, SolverConfig};
+use crate::contact::{Contact, ContactKind, Other};
+use crate::islands::{Island, islands};
+use crate::rotation::{self, RotationModel};
+use crate::solvers::{QpOutcome, SolverUsed, solve_clarabel};
+use crate::warm::{ContactKey, WarmStart, solve_warm};
+use nalgebra::{Matrix3, UnitQuaternion, Vector3};
+use rayon::prelude::*;
+use std::time::Instant;
+
+/// κ as used by the step (the thesis mode resolved to raw values at the start of a run).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum KappaLaw {
+    /// Same κ_N, κ_T for every contact, kg.
+    Global { normal: f64, tangential: f64 },
+    /// κ_N = 2 m_eff (1 + e)/(1 − e), κ_T = ratio κ_N per contact.
+    Restitution { e: f64, tangential_ratio: f64 },
+}
+
+impl KappaLaw {
+    /// Resolve the configured κ for a set of blocks (thesis: factor × total mass / N).
+    pub fn from_config(kappa: &Kappa, blocks: &[Block]) -> Self {
+        match *kappa {
+            Kappa::Raw { normal, tangential } => KappaLaw::Global { normal, tangential },
+            Kappa::Restitution { e, tangential_ratio } => KappaLaw::Restitution { e, tangential_ratio },
+            Kappa::Thesis { factor } => {
+                let total: f64 = blocks.iter().map(|b| b.mass).sum();
+                let k = if blocks.is_empty() { 0.0 } else { factor * total / blocks.len() as f64 };
+                KappaLaw::Global { normal: k, tangential: k }
+            }
+        }
+    }
+}
+
+/// Parameters of a step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepParams {
+    /// Δt, s.
+    pub dt: f64,
+    /// g, m/s².
+    pub gravity: f64,
+    /// κ law.
+    pub kappa: KappaLaw,
+    /// β of the separation velocity, 1.
+    pub beta: f64,
+    /// Cap of the separation velocity, m/s.
+    pub max_separation: f64,
+    /// Rotation model between jumps.
+    pub rotation: RotationModel,
+    /// QP solver.
+    pub solver: SolverConfig,
+}
+
+/// A QP that was not solved, kept for the dump.
+#[derive(Debug, Clone)]
+pub struct FailedQp {
+    /// Index of the island in the step.
+    pub island: usize,
+    /// Block ids of the island.
+    pub block_ids: Vec<u32>,
+    /// The QP.
+    pub qp: Qp,
+    /// Solver status.
+    pub status: String,
+}
+
+/// What a step did (energies in J, times in s).
+#[derive(Debug, Clone, Default)]
+pub struct JumpReport {
+    pub contacts_block_block: u32,
+    pub contacts_block_terrain: u32,
+    pub contacts_block_plane: u32,
+    pub islands: u32,
+    pub qp_variables: u32,
+    pub qp_constraints: u32,
+    /// Solver of the accepted solutions ("none", "clarabel", "warm"; "mixed" when both).
+    pub solver: String,
+    /// Worst status over the islands ("Solved" when all are).
+    pub status: String,
+    pub iterations: u32,
+    pub r_prim: f64,
+    pub r_dual: f64,
+    pub fallback: bool,
+    /// Largest penetration depth among the contacts, m (≥ 0).
+    pub max_penetration: f64,
+    /// Dissipation D of the jump, J.
+    pub dissipated: f64,
+    /// Work of the separation velocities, J.
+    pub separation_work: f64,
+    /// Work of gravity over the step, J.
+    pub gravity_work: f64,
+    pub t_assembly: f64,
+    pub t_solve: f64,
+    /// QPs that were not solved.
+    pub failed: Vec<FailedQp>,
+}
+
+struct IslandResult {
+    u_plus: Vec<f64>,
+    outcome: QpOutcome,
+    dissipated: f64,
+    separation_work: f64,
+    keys: Vec<ContactKey>,
+}
+
+/// The key identifying a contact across steps, for warm starts.
+pub fn contact_key(blocks: &[Block], c: &Contact) -> ContactKey {
+    let b = &blocks[c.i];
+    // Contact point in i's body frame, quantised to 1/8 of the smallest half edge:
+    // the same corner or edge on consecutive steps gets the same key.
+    let local = b.rot.inverse() * (c.point - b.pos);
+    let q = b.half.min().max(1e-9) / 8.0;
+    let cell = [(local.x / q).round() as i64, (local.y / q).round() as i64, (local.z / q).round() as i64];
+    let other = match c.other {
+        Other::Block(j) => (0u8, blocks[j].id as u64),
+        Other::Terrain(t) => (1u8, t as u64),
+        Other::Plane(p) => (2u8, p as u64),
+    };
+    ContactKey { id: b.id, other, cell }
+}
+
+/// An island's assembled QP with what the step needs to apply its solution.
+pub struct AssembledIsland {
+    /// The island (global indices).
+    pub island: Island,
+    /// The QP.
+    pub qp: Qp,
+    /// Bodies at the jump.
+    pub bodies: Vec<JumpBody>,
+    /// Contacts with their κ and separation velocity.
+    pub contacts: Vec<JumpContact>,
+    /// Contact identities (warm start).
+    pub keys: Vec<ContactKey>,
+}
+
+/// The first part of a step: contacts filtered to active blocks, the half-step rotation
+/// (orientation and ω⁻ at θ_n) and every island's QP.
+pub struct Prepared {
+    pub contacts: Vec<Contact>,
+    pub half: Vec<(UnitQuaternion<f64>, Vector3<f64>)>,
+    pub islands: Vec<AssembledIsland>,
+}
+
+/// Contacts, half rotation, islands and their QPs for the current configuration.
+pub fn prepare(params: &StepParams, blocks: &[Block], contacts: &[Contact]) -> Prepared {
+    let dt = params.dt;
+    let contacts: Vec<Contact> = contacts
+        .iter()
+        .filter(|c| blocks[c.i].active && !matches!(c.other, Other::Block(j) if !blocks[j].active))
+        .cloned()
+        .collect();
+    // First half of the free rotation.
+    let half: Vec<(UnitQuaternion<f64>, Vector3<f64>)> = blocks
+        .par_iter()
+        .map(|b| if b.active { rotation::advance(params.rotation, b.rot, b.omega, &b.inertia, 0.5 * dt) } else { (b.rot, b.omega) })
+        .collect();
+    let world_inertia = |k: usize| {
+        let r = half[k].0.to_rotation_matrix();
+        r.matrix() * Matrix3::from_diagonal(&blocks[k].inertia) * r.matrix().transpose()
+    };
+    let isl: Vec<Island> = islands(blocks.len(), &contacts);
+    let assembled: Vec<AssembledIsland> = isl
+        .into_par_iter()
+        .map(|island| {
+            let mut local = std::collections::BTreeMap::new();
+            for (l, &b) in island.bodies.iter().enumerate() {
+                local.insert(b, l);
+            }
+            let bodies: Vec<JumpBody> = island
+                .bodies
+                .iter()
+                .map(|&b| JumpBody {
+                    mass: blocks[b].mass,
+                    inertia: world_inertia(b),
+                    pos: blocks[b].pos,
+                    vel: blocks[b].vel,
+                    omega: half[b].1,
+                })
+                .collect();
+            let mut jc: Vec<JumpContact> = island
+                .contacts
+                .iter()
+                .map(|&k| {
+                    let c = &contacts[k];
+                    let separation = if c.gap < 0.0 { (params.beta * (-c.gap) / dt).min(params.max_separation) } else { 0.0 };
+                    JumpContact {
+                        i: local[&c.i],
+                        j: match c.other {
+                            Other::Block(j) => Some(local[&j]),
+                            _ => None,
+                        },
+                        point: c.point,
+                        normal: c.normal,
+                        kappa_n: 0.0,
+                        kappa_t: 0.0,
+                        separation,
+                    }
+                })
+                .collect();
+            for c in jc.iter_mut() {
+                let (kn, kt) = match params.kappa {
+                    KappaLaw::Global { normal, tangential } => (normal, tangential),
+                    KappaLaw::Restitution { e, tangential_ratio } => {
+                        let m = effective_mass(&bodies, c);
+                        let kn = 2.0 * m * (1.0 + e) / (1.0 - e);
+                        (kn, tangential_ratio * kn)
+                    }
+                };
+                c.kappa_n = kn;
+                c.kappa_t = kt;
+            }
+            let keys: Vec<ContactKey> = island.contacts.iter().map(|&k| contact_key(blocks, &contacts[k])).collect();
+            let qp = assemble(&bodies, &jc, params.gravity * dt);
+            AssembledIsland { island, qp, bodies, contacts: jc, keys }
+        })
+        .collect();
+    Prepared { contacts, half, islands: assembled }
+}
+
+/// Advance every active block by one step given the contacts detected at the start of the
+/// step (contacts touching an inactive block are ignored).
+pub fn step_with_contacts(params: &StepParams, blocks: &mut [Block], contacts: &[Contact], warm: &mut WarmStart) -> JumpReport {
+    let dt = params.dt;
+    let t0 = Instant::now();
+    let Prepared { contacts, half, islands: assembled } = prepare(params, blocks, contacts);
+    let mut rep = JumpReport { solver: "none".into(), status: "Solved".into(), ..Default::default() };
+    rep.t_assembly = t0.elapsed().as_secs_f64();
+    for c in &contacts {
+        match c.kind() {
+            ContactKind::BlockBlock => rep.contacts_block_block += 1,
+            ContactKind::BlockTerrain => rep.contacts_block_terrain += 1,
+            ContactKind::BlockPlane => rep.contacts_block_plane += 1,
+        }
+        rep.max_penetration = rep.max_penetration.max(-c.gap);
+    }
+    let mut u_plus: Vec<(Vector3<f64>, Vector3<f64>)> =
+        blocks.iter().enumerate().map(|(k, b)| (b.vel - Vector3::z() * (params.gravity * dt), half[k].1)).collect();
+    rep.islands = assembled.len() as u32;
+    let keys_prev = &*warm;
+    let t1 = Instant::now();
+    let results: Vec<IslandResult> = assembled
+        .par_iter()
+        .map(|AssembledIsland { qp, bodies, contacts: jc, keys, .. }| {
+            let outcome = match params.solver {
+                SolverConfig::Clarabel { tolerance, max_iterations } => solve_clarabel(qp, tolerance, max_iterations),
+                SolverConfig::Warm { tolerance, max_iterations, fallback_tolerance } => {
+                    let lambda0 = keys_prev.initial_lambda(keys);
+                    solve_warm(qp, &lambda0, tolerance, max_iterations, fallback_tolerance)
+                }
+            };
+            let x = &outcome.x;
+            let mut u = vec![0.0; x.len()];
+            let mut work_internal = 0.0;
+            for (l, b) in bodies.iter().enumerate() {
+                let o = 6 * l;
+                let um = [b.vel.x, b.vel.y, b.vel.z, b.omega.x, b.omega.y, b.omega.z];
+                for a in 0..6 {
+                    u[o + a] = 2.0 * x[o + a] - um[a];
+                }
+                let du = Vector3::new(u[o] - um[0], u[o + 1] - um[1], u[o + 2] - um[2]);
+                let dw = Vector3::new(u[o + 3] - um[3], u[o + 4] - um[4], u[o + 5] - um[5]);
+                let mut pl = du * b.mass;
+                pl.z += b.mass * params.gravity * dt; // P = M Δu − b
+                let pa = b.inertia * dw;
+                work_internal += pl.dot(&Vector3::new(x[o], x[o + 1], x[o + 2])) + pa.dot(&Vector3::new(x[o + 3], x[o + 4], x[o + 5]));
+            }
+            let separation_work: f64 = jc.iter().zip(&outcome.lambda).map(|(c, l)| 0.5 * l * c.separation).sum();
+            IslandResult { u_plus: u, dissipated: separation_work - work_internal, separation_work, outcome, keys: keys.clone() }
+        })
+        .collect();
+    rep.t_solve = t1.elapsed().as_secs_f64();
+
+    let mut used_clarabel = false;
+    let mut used_warm = false;
+    let mut next_warm = WarmStart::default();
+    for (k, (res, AssembledIsland { island, qp, .. })) in results.iter().zip(assembled).enumerate() {
+        let o = &res.outcome;
+        rep.qp_variables = rep.qp_variables.max(qp.n() as u32);
+        rep.qp_constraints = rep.qp_constraints.max(qp.m() as u32);
+        rep.iterations += o.iterations;
+        rep.r_prim = rep.r_prim.max(o.r_prim);
+        rep.r_dual = rep.r_dual.max(o.r_dual);
+        rep.fallback |= o.fallback;
+        match o.solver {
+            SolverUsed::Clarabel => used_clarabel = true,
+            SolverUsed::Warm => used_warm = true,
+            SolverUsed::None => {}
+        }
+        if !o.solved {
+            rep.status = o.status.clone();
+            rep.failed.push(FailedQp {
+                island: k,
+                block_ids: island.bodies.iter().map(|&b| blocks[b].id).collect(),
+                qp,
+                status: o.status.clone(),
+            });
+        }
+        rep.dissipated += res.dissipated;
+        rep.separation_work += res.separation_work;
+        for (l, &b) in island.bodies.iter().enumerate() {
+            let u = &res.u_plus[6 * l..6 * l + 6];
+            u_plus[b] = (Vector3::new(u[0], u[1], u[2]), Vector3::new(u[3], u[4], u[5]));
+        }
+        next_warm.record(&res.keys, &o.lambda);
+    }
+    *warm = next_warm;
+    rep.solver = match (used_clarabel, used_warm) {
+        (false, false) => "none",
+        (true, false) => "clarabel",
+        (false, true) => "warm",
+        (true, true) => "mixed",
+    }
+    .into();
+
+    // 4. Positions and the second half of the rotation.
+    for (k, b) in blocks.iter_mut().enumerate() {
+        if !b.active {
+            continue;
+        }
+        let (up, wp) = u_plus[k];
+        let dz = 0.5 * dt * (b.vel.z + up.z);
+        rep.gravity_work -= b.mass * params.gravity * dz;
+        b.pos += (b.vel + up) * (0.5 * dt);
+        b.vel = up;
+        let (rot, omega) = rotation::advance(params.rotation, half[k].0, wp, &b.inertia, 0.5 * dt);
+        b.rot = rot;
+        b.omega = omega;
+    }
+    rep
+}

@@ -1,0 +1,58 @@
+#![allow(dead_code)]
+//! Shared test helpers: the thesis's granular-heap inputs (`/work/shared/data/thesis-granular/`): N blocks
+//! thrown toward the origin over the ground z = 0, Δt = 0.001 s, κ = 0.5 × total mass / N
+//! (the thesis code's choice), density 5000 kg/m³, g = 9.80665 m/s² (its constants).
+//! Reader: a minimal private helper here (the thesis files are 3 edge lengths per line,
+//! and 6 lines per block: position, velocity, angular velocity, axes i, j, k).
+
+use nalgebra::{Matrix3, Rotation3, UnitQuaternion, Vector3};
+use std::path::{Path, PathBuf};
+use talus_engine::body::Block;
+use talus_engine::config::{Config, Kappa, PlaneConfig, SolverConfig};
+
+pub fn thesis_dir() -> PathBuf {
+    PathBuf::from(std::env::var("TALUS_THESIS_DIR").unwrap_or_else(|_| "/work/shared/data/thesis-granular".into()))
+}
+
+fn numbers(path: &Path) -> Vec<Vec<f64>> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.split_whitespace().map(|t| t.parse::<f64>().expect("number")).collect())
+        .collect()
+}
+
+pub fn thesis_blocks(dir: &Path, n: usize) -> Vec<Block> {
+    let sizes = numbers(&dir.join(format!("size_{n}.data")));
+    let pos = numbers(&dir.join(format!("position_{n}.data")));
+    assert_eq!(sizes.len(), n);
+    assert_eq!(pos.len(), 6 * n);
+    (0..n)
+        .map(|k| {
+            let v = |r: usize| Vector3::new(pos[6 * k + r][0], pos[6 * k + r][1], pos[6 * k + r][2]);
+            let m = Matrix3::from_columns(&[v(3), v(4), v(5)]);
+            let rot = UnitQuaternion::from_rotation_matrix(&Rotation3::from_matrix(&m));
+            let s = &sizes[k];
+            let mut b = Block::new(k as u32, s[0], s[1], s[2], 5000.0, v(0), rot);
+            b.vel = v(1);
+            b.omega = v(2);
+            b
+        })
+        .collect()
+}
+
+pub fn heap_config(steps: u64, solver: SolverConfig) -> Config {
+    Config {
+        dt: 1e-3,
+        steps: Some(steps),
+        gravity: 9.80665,
+        kappa: Kappa::Thesis { factor: 0.5 },
+        tolerance: 1e-3,
+        solver,
+        planes: vec![PlaneConfig { point: [0.0, 0.0, 0.0], normal: [0.0, 0.0, 1.0] }],
+        allow_initial_overlap: true,
+        ..Config::default()
+    }
+}
+

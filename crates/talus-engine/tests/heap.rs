@@ -1,0 +1,57 @@
+//! The thesis heap N = 100 (see `common`): 1000 steps with Clarabel, every QP solved,
+//! penetration bounded, a heap forms.
+
+mod common;
+
+use common::{heap_config, thesis_blocks, thesis_dir};
+use nalgebra::Vector3;
+use talus_engine::config::SolverConfig;
+use talus_engine::files::statics;
+use talus_engine::sim::Simulation;
+
+#[test]
+fn thesis_heap_100_forms_a_heap() {
+    let dir = thesis_dir();
+    if !dir.join("size_100.data").exists() {
+        eprintln!("skipped: {} not found", dir.display());
+        return;
+    }
+    let blocks = thesis_blocks(&dir, 100);
+    let config = heap_config(1000, SolverConfig::Clarabel { tolerance: 1e-9, max_iterations: 200 });
+    let st = statics(&config, None);
+    let mut sim = Simulation::new(config, blocks, st).expect("simulation");
+    let overlaps = sim.overlaps();
+    eprintln!("initial overlaps deeper than 1 mm: {}", overlaps.len());
+    let mut max_pen: f64 = 0.0;
+    let mut max_contacts = 0;
+    let mut min_d = f64::INFINITY;
+    let mut max_balance: f64 = 0.0;
+    for _ in 0..1000 {
+        let (e, d) = sim.advance();
+        assert!(d.jump.failed.is_empty(), "step {}: QP not solved ({})", d.step, d.jump.status);
+        if d.step > 50 {
+            max_pen = max_pen.max(d.jump.max_penetration);
+        }
+        min_d = min_d.min(e.dissipated);
+        max_balance = max_balance.max(e.balance_error.abs());
+        max_contacts = max_contacts.max(d.jump.contacts_block_block + d.jump.contacts_block_plane);
+    }
+    let mut z: Vec<f64> = sim.blocks.iter().map(|b| b.pos.z).collect();
+    z.sort_by(f64::total_cmp);
+    let c: Vector3<f64> = sim.blocks.iter().map(|b| b.pos).sum::<Vector3<f64>>() / sim.blocks.len() as f64;
+    let mut r: Vec<f64> = sim.blocks.iter().map(|b| (b.pos - c).xy().norm()).collect();
+    r.sort_by(f64::total_cmp);
+    let e = sim.energies(0.0, 0.0);
+    eprintln!(
+        "N = 100 after 1 s: median centre height {:.3} m, heap radius (90th pct) {:.3} m, max penetration after step 50 {:.4} m, \
+         max contacts {max_contacts}, min step dissipation {min_d:.3e} J, kinetic {:.3} J, max |balance error| {max_balance:.3e} J",
+        z[50],
+        r[90],
+        max_pen,
+        e.kinetic_translational + e.kinetic_rotational
+    );
+    assert!(sim.blocks.iter().all(|b| b.pos.z > 0.0), "a block fell through the ground");
+    assert!(max_pen < 0.05, "max penetration {max_pen} m");
+    assert!(z[50] < 1.5, "median height {} m: no heap", z[50]);
+    assert!(r[90] < 4.0, "heap radius {} m", r[90]);
+}
