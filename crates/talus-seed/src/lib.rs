@@ -1,1 +1,409 @@
-//! placeholder
+//! `talus seed`: fill the collapsed volume with rigid parallelepipeds.
+//!
+//! The void is the rock between the post-event surface (below) and the pre-event surface
+//! (above) inside the scar zone, read from the DEM of difference as cell-constant columns
+//! ([`void`]): its volume is $V = \sum_{cells} (z_{pre} - z_{post})^+ \, \Delta^2$.
+//! Blocks of edges (a, b, c) stand with c vertical and edge a along the azimuth the
+//! remaining cliff faces (mean horizontal normal of the post-event surface in the scar),
+//! as in the thesis (§6.2). They are placed by an exact dynamic programme over a lattice of
+//! strip and column positions that maximises the number of blocks whose every point lies
+//! in the void ([`pack`]); further size classes fill what is left. Reported: seeded volume
+//! $N a b c$, volume to fill $V$ and fill fraction $N a b c / V$.
+//!
+//! The thesis's `size_N.data`/`position_N.data` files are read and written by [`thesis`].
+
+pub mod boxes;
+pub mod pack;
+pub mod thesis;
+pub mod void;
+
+use arrow::array::{ArrayRef, BinaryArray, BooleanArray, Float64Array, RecordBatch, UInt32Array};
+use boxes::Block;
+use nalgebra::UnitQuaternion;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use talus_io::{IoError, Progress, Provenance};
+use void::{GridGeometry, Outline, Void};
+
+/// Options of `talus seed`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Block edges [a, b, c], m: a horizontal across the cliff (along the azimuth), b
+    /// horizontal along the cliff, c vertical (the long edge). Default: the thesis's
+    /// 435-block case.
+    pub size: [f64; 3],
+    /// Further size classes [a, b, c] (m), placed after `size` in the space it leaves,
+    /// in the order given (a block-size distribution).
+    pub extra_sizes: Vec<[f64; 3]>,
+    /// Target number of blocks: when set, every size is scaled by one factor (shapes
+    /// kept) chosen so the count is as close as possible to the target.
+    pub target_count: Option<usize>,
+    /// Rock density, kg/m³.
+    pub density: f64,
+    /// Direction of edge a, degrees counter-clockwise from east; none = the direction
+    /// the post-event surface faces inside the scar.
+    pub azimuth: Option<f64>,
+    /// Stacking: `columns` (one footprint layout, each column stacked from its own
+    /// floor), `levels` (a layout per horizontal level of height c; also searches the
+    /// levels' vertical offset) or `best` (both, keeping the one with more blocks).
+    pub stacking: pack::Stacking,
+    /// Lattice positions per block edge searched for strips and columns (finer = fuller
+    /// paving, slower).
+    pub lattice: usize,
+    /// Free space between neighbouring blocks, m.
+    pub gap: f64,
+    /// Free space between the post-event surface and the lowest block of a column, m.
+    pub clearance: f64,
+    /// Scar zones to fill (zone_id); empty = every zone of kind `scar`.
+    pub zone_ids: Vec<i32>,
+    /// Largest fraction of scar cells where the post-event surface may lie above the
+    /// pre-event one (those cells are counted as empty and reported); above it the
+    /// surfaces are taken as inconsistent and the stage fails.
+    pub max_crossing_fraction: f64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            size: [10.935, 9.636, 15.775],
+            extra_sizes: Vec::new(),
+            target_count: None,
+            density: 2700.0,
+            azimuth: None,
+            stacking: pack::Stacking::Best,
+            lattice: 12,
+            gap: 0.0,
+            clearance: 0.0,
+            zone_ids: Vec::new(),
+            max_crossing_fraction: 0.05,
+        }
+    }
+}
+
+/// Errors of the seed stage.
+#[derive(Debug, thiserror::Error)]
+pub enum SeedError {
+    #[error("seed configuration: {0}")]
+    Config(String),
+    #[error(transparent)]
+    Io(#[from] IoError),
+    #[error("{path}: {message}")]
+    Input { path: PathBuf, message: String },
+    #[error("{path}: the scar is empty: {message}")]
+    EmptyScar { path: PathBuf, message: String },
+    #[error("no block of {size:?} m fits in the void ({volume:.1} m³ over {cells} scar cells): use smaller blocks")]
+    NothingFits { size: [f64; 3], volume: f64, cells: usize },
+    #[error("{path}: the post-event surface is above the pre-event one in {crossing} of {cells} scar cells (more than max_crossing_fraction = {max})")]
+    Crossing { path: PathBuf, crossing: usize, cells: usize, max: f64 },
+}
+
+fn positive(v: f64) -> bool {
+    v > 0.0 && v.is_finite()
+}
+
+impl Config {
+    /// Check the options before any work.
+    pub fn validate(&self) -> Result<(), SeedError> {
+        let bad = |m: String| Err(SeedError::Config(m));
+        for s in std::iter::once(&self.size).chain(&self.extra_sizes) {
+            if !s.iter().all(|&e| positive(e)) {
+                return bad(format!("block size {s:?} m: every edge must be > 0"));
+            }
+        }
+        if !positive(self.density) {
+            return bad(format!("density {} kg/m³ must be > 0", self.density));
+        }
+        if self.target_count == Some(0) {
+            return bad("target_count must be >= 1".into());
+        }
+        if self.lattice == 0 || self.lattice > 256 {
+            return bad("lattice must be in 1..=256".into());
+        }
+        if !(self.gap >= 0.0 && self.gap.is_finite()) || !(self.clearance >= 0.0 && self.clearance.is_finite()) {
+            return bad("gap and clearance must be >= 0 m".into());
+        }
+        if self.azimuth.is_some_and(|a| !a.is_finite()) {
+            return bad("azimuth must be finite".into());
+        }
+        if !(0.0..=1.0).contains(&self.max_crossing_fraction) {
+            return bad("max_crossing_fraction must be in [0, 1]".into());
+        }
+        Ok(())
+    }
+}
+
+/// Blocks of one size class.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClassCount {
+    /// Edges (a, b, c), m.
+    pub size: [f64; 3],
+    /// Blocks placed.
+    pub blocks: usize,
+}
+
+/// What the stage did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    /// Blocks written.
+    pub blocks: usize,
+    /// Blocks per size class (after scaling to the target count).
+    pub classes: Vec<ClassCount>,
+    /// Σ a b c over blocks, m³.
+    pub seeded_volume: f64,
+    /// Volume between the surfaces inside the scar, m³.
+    pub volume_to_fill: f64,
+    /// seeded_volume / volume_to_fill.
+    pub fill_fraction: f64,
+    /// Total mass, kg.
+    pub mass: f64,
+    /// Direction of edge a, degrees counter-clockwise from east.
+    pub azimuth_deg: f64,
+    /// Scar cells with both surfaces known.
+    pub scar_cells: usize,
+    /// Scar cells where the post-event surface is above the pre-event one (warning).
+    pub crossing_cells: usize,
+}
+
+/// Read the void: the DoD grid restricted to the scar polygons. Returns the void, the
+/// scar outline index and the DoD's CRS.
+pub fn read_void(config: &Config, dod: &Path, zones: &Path) -> Result<(Void, Outline, Option<talus_io::Crs>), SeedError> {
+    let zt = talus_io::read_table(zones, &talus_schema::diff::zones_schema())?;
+    let (ids, kinds, geoms) = (zt.i32s("zone_id")?, zt.strings("kind")?, zt.binaries("geometry")?);
+    let mut polygons = Vec::new();
+    for i in 0..ids.len() {
+        if kinds[i] != "scar" || !(config.zone_ids.is_empty() || config.zone_ids.contains(&ids[i])) {
+            continue;
+        }
+        let p = talus_io::geo::parse_wkb_polygons(&geoms[i]).ok_or_else(|| SeedError::Input {
+            path: zones.to_path_buf(),
+            message: format!("zone {}: geometry is not a WKB Polygon/MultiPolygon", ids[i]),
+        })?;
+        polygons.extend(p);
+    }
+    if polygons.is_empty() {
+        return Err(SeedError::EmptyScar {
+            path: zones.to_path_buf(),
+            message: if config.zone_ids.is_empty() { "no zone of kind `scar`".into() } else { format!("no scar zone among {:?}", config.zone_ids) },
+        });
+    }
+    let dt = talus_io::read_table(dod, &talus_schema::diff::dod_schema())?;
+    let grid: GridGeometry = dt
+        .metadata
+        .get(talus_schema::diff::GRID_KEY)
+        .and_then(|g| serde_json::from_str(g).ok())
+        .ok_or_else(|| SeedError::Input {
+            path: dod.to_path_buf(),
+            message: format!("no valid grid geometry under the `{}` metadata key", talus_schema::diff::GRID_KEY),
+        })?;
+    if !(positive(grid.cell) && grid.nx > 0 && grid.ny > 0) {
+        return Err(SeedError::Input { path: dod.to_path_buf(), message: format!("bad grid geometry {grid:?}") });
+    }
+    let (rows, cols, zp, zq) = (dt.u32s("row")?, dt.u32s("col")?, dt.f64s("z_pre")?, dt.f64s("z_post")?);
+    let n = grid.nx * grid.ny;
+    let (mut z_pre, mut z_post) = (vec![f64::NAN; n], vec![f64::NAN; n]);
+    for i in 0..rows.len() {
+        let (r, c) = (rows[i] as usize, cols[i] as usize);
+        if r >= grid.ny || c >= grid.nx {
+            return Err(SeedError::Input { path: dod.to_path_buf(), message: format!("cell ({r}, {c}) outside the {} x {} grid", grid.ny, grid.nx) });
+        }
+        z_pre[r * grid.nx + c] = zp[i];
+        z_post[r * grid.nx + c] = zq[i];
+    }
+    let outline = Outline::new(&polygons, grid.cell);
+    let mut v = Void { grid, z_pre, z_post, fillable: vec![false; n] };
+    for r in 0..grid.ny {
+        for c in 0..grid.nx {
+            let i = r * grid.nx + c;
+            let m = v.centre(r, c);
+            v.fillable[i] = v.z_pre[i].is_finite() && v.z_post[i].is_finite() && outline.contains(m[0], m[1], 0.0);
+        }
+    }
+    Ok((v, outline, dt.provenance().crs))
+}
+
+/// The result of seeding in memory.
+#[derive(Debug, Clone)]
+pub struct Seeding {
+    pub blocks: Vec<Block>,
+    pub summary: Summary,
+}
+
+/// Seed blocks into `void` (in memory). `path` names the DoD in errors.
+pub fn seed(config: &Config, void: &Void, outline: Option<&Outline>, path: &Path, progress: &dyn Progress) -> Result<Seeding, SeedError> {
+    config.validate()?;
+    let cells = void.fillable.iter().filter(|f| **f).count();
+    if cells == 0 {
+        return Err(SeedError::EmptyScar { path: path.to_path_buf(), message: "no grid cell with both surfaces inside the scar".into() });
+    }
+    let crossing = void.crossing_cells();
+    if crossing as f64 > config.max_crossing_fraction * cells as f64 {
+        return Err(SeedError::Crossing { path: path.to_path_buf(), crossing, cells, max: config.max_crossing_fraction });
+    }
+    let volume = void.volume();
+    let azimuth = match config.azimuth {
+        Some(a) => a.to_radians(),
+        None => void::facing_azimuth(void).0,
+    };
+    let sizes: Vec<[f64; 3]> = std::iter::once(config.size).chain(config.extra_sizes.iter().copied()).collect();
+    let run_at = |scale: f64| {
+        let mut v = void.clone();
+        let mut blocks = Vec::new();
+        let mut classes = Vec::new();
+        for s in &sizes {
+            let size = [s[0] * scale, s[1] * scale, s[2] * scale];
+            let p = pack::Paving { size, azimuth, lattice: config.lattice, gap: config.gap, clearance: config.clearance };
+            let b = pack::pave(&mut v, outline, &p, config.stacking, progress);
+            classes.push(ClassCount { size, blocks: b.len() });
+            blocks.extend(b);
+        }
+        (blocks, classes)
+    };
+    let (blocks, classes) = match config.target_count {
+        None => run_at(1.0),
+        Some(target) => {
+            // Initial scale from the volume, then bisection on log(scale): the count
+            // falls as the blocks grow.
+            let v0: f64 = config.size.iter().product();
+            let s0 = (0.8 * volume / (target as f64 * v0)).cbrt();
+            let (mut lo, mut hi) = (s0 / 4.0, s0 * 4.0);
+            let mut best = run_at(s0);
+            for _ in 0..24 {
+                let mid = (lo * hi).sqrt();
+                let r = run_at(mid);
+                let n = r.0.len();
+                if n.abs_diff(target) < best.0.len().abs_diff(target) {
+                    best = r;
+                }
+                if n == target {
+                    break;
+                }
+                if n > target { lo = mid } else { hi = mid }
+            }
+            best
+        }
+    };
+    if blocks.is_empty() {
+        return Err(SeedError::NothingFits { size: config.size, volume, cells });
+    }
+    let seeded: f64 = blocks.iter().map(Block::volume).sum();
+    let summary = Summary {
+        blocks: blocks.len(),
+        classes,
+        seeded_volume: seeded,
+        volume_to_fill: volume,
+        fill_fraction: if volume > 0.0 { seeded / volume } else { 0.0 },
+        mass: seeded * config.density,
+        azimuth_deg: azimuth.to_degrees(),
+        scar_cells: cells,
+        crossing_cells: crossing,
+    };
+    Ok(Seeding { blocks, summary })
+}
+
+/// Blocks as a record batch of `talus_schema::blocks::schema()` (ids 0..n).
+pub fn blocks_batch(blocks: &[Block], density: f64) -> RecordBatch {
+    let f = |g: &dyn Fn(&Block) -> f64| -> ArrayRef { Arc::new(Float64Array::from_iter_values(blocks.iter().map(g))) };
+    let q = |b: &Block| *b.orientation.quaternion();
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(UInt32Array::from_iter_values(0..blocks.len() as u32)),
+        f(&|b| b.size[0]),
+        f(&|b| b.size[1]),
+        f(&|b| b.size[2]),
+        f(&|_| density),
+        f(&|b| density * b.volume()),
+        f(&|b| b.centre[0]),
+        f(&|b| b.centre[1]),
+        f(&|b| b.centre[2]),
+        f(&|b| q(b).w),
+        f(&|b| q(b).i),
+        f(&|b| q(b).j),
+        f(&|b| q(b).k),
+        f(&|b| b.velocity[0]),
+        f(&|b| b.velocity[1]),
+        f(&|b| b.velocity[2]),
+        f(&|b| b.angular_velocity[0]),
+        f(&|b| b.angular_velocity[1]),
+        f(&|b| b.angular_velocity[2]),
+        Arc::new(BooleanArray::from(vec![true; blocks.len()])),
+        Arc::new(BinaryArray::from_iter_values(blocks.iter().map(|b| talus_io::geo::wkb_point(b.centre[0], b.centre[1])))),
+    ];
+    RecordBatch::try_new(Arc::new(talus_schema::blocks::schema()), cols).expect("blocks schema")
+}
+
+/// Write blocks to a GeoParquet blocks file (atomic).
+pub fn write_blocks(path: &Path, blocks: &[Block], density: f64, prov: Provenance) -> Result<(), SeedError> {
+    let mut bbox = [f64::INFINITY, f64::INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY];
+    for b in blocks {
+        bbox = [bbox[0].min(b.centre[0]), bbox[1].min(b.centre[1]), bbox[2].max(b.centre[0]), bbox[3].max(b.centre[1])];
+    }
+    let geo = talus_io::geo::geo_metadata("geometry", &["Point"], prov.crs.as_ref(), Some(bbox));
+    let prov = prov.with_extra(talus_io::geo::GEO_KEY, geo);
+    let batch = blocks_batch(blocks, density);
+    talus_io::write_parquet(path, batch.schema(), &[batch], &prov)?;
+    Ok(())
+}
+
+/// Read a blocks file (any stage's) back into blocks, with the densities.
+pub fn read_blocks(path: &Path) -> Result<(Vec<Block>, Vec<f64>), SeedError> {
+    let t = talus_io::read_table(path, &talus_schema::blocks::schema())?;
+    let g = |c: &str| t.f64s(c);
+    let (a, b, c, rho) = (g("a")?, g("b")?, g("c")?, g("density")?);
+    let (x, y, z) = (g("x")?, g("y")?, g("z")?);
+    let (qw, qx, qy, qz) = (g("qw")?, g("qx")?, g("qy")?, g("qz")?);
+    let (vx, vy, vz, wx, wy, wz) = (g("vx")?, g("vy")?, g("vz")?, g("wx")?, g("wy")?, g("wz")?);
+    let blocks = (0..a.len())
+        .map(|i| Block {
+            size: [a[i], b[i], c[i]],
+            centre: [x[i], y[i], z[i]],
+            orientation: UnitQuaternion::new_unchecked(nalgebra::Quaternion::new(qw[i], qx[i], qy[i], qz[i])),
+            velocity: [vx[i], vy[i], vz[i]],
+            angular_velocity: [wx[i], wy[i], wz[i]],
+        })
+        .collect();
+    Ok((blocks, rho))
+}
+
+/// Run the stage: DoD + zones -> blocks file. With `export_thesis`, also write the
+/// blocks in the thesis's format into that directory.
+pub fn run(config: &Config, dod: &Path, zones: &Path, out: &Path, export_thesis: Option<&Path>, progress: &dyn Progress) -> Result<Summary, SeedError> {
+    config.validate()?;
+    let (void, outline, crs) = read_void(config, dod, zones)?;
+    let s = seed(config, &void, Some(&outline), dod, progress)?;
+    let prov = Provenance::new("seed", env!("CARGO_PKG_VERSION"), config)
+        .with_inputs(&[dod, zones])?
+        .with_crs(crs)
+        .with_extra("talus:seed_summary", serde_json::to_string(&s.summary).unwrap_or_default());
+    write_blocks(out, &s.blocks, config.density, prov)?;
+    if let Some(dir) = export_thesis {
+        thesis::write(dir, &s.blocks)?;
+    }
+    Ok(s.summary)
+}
+
+/// What an import did.
+#[derive(Debug, Clone, Serialize)]
+pub struct ImportSummary {
+    pub blocks: usize,
+    pub volume: f64,
+    pub mass: f64,
+}
+
+/// Import the thesis's `size_N.data`/`position_N.data` from `dir` into a blocks file.
+pub fn import_thesis(config: &Config, dir: &Path, n: usize, out: &Path, export_thesis: Option<&Path>) -> Result<ImportSummary, SeedError> {
+    config.validate()?;
+    if n == 0 {
+        return Err(SeedError::Config("--thesis-n must be >= 1".into()));
+    }
+    let blocks = thesis::read(dir, n)?;
+    let (sp, pp) = thesis::paths(dir, n);
+    let prov = Provenance::new("seed", env!("CARGO_PKG_VERSION"), config).with_inputs(&[sp, pp])?;
+    write_blocks(out, &blocks, config.density, prov)?;
+    if let Some(d) = export_thesis {
+        thesis::write(d, &blocks)?;
+    }
+    let volume: f64 = blocks.iter().map(Block::volume).sum();
+    Ok(ImportSummary { blocks: blocks.len(), volume, mass: volume * config.density })
+}

@@ -1,1 +1,327 @@
-//! placeholder
+//! `talus terrain`: the post-event ground surface as a triangulated irregular network.
+//!
+//! Given ground returns $p_i = (x_i, y_i, z_i)$, the TIN is the Delaunay triangulation of
+//! the $(x_i, y_i)$ with $z$ carried, i.e. the piecewise-linear surface
+//! $z_{TIN}(x, y) = \sum_k \lambda_k(x, y)\, z_{v_k}$ over the triangle containing $(x, y)$
+//! ($\lambda$ barycentric). Steps:
+//!
+//! 1. keep the configured classes (ground, 2) inside the region of interest (whole extent,
+//!    a bounding box, or the convex hull of the diff's scar/deposit zones grown by a
+//!    buffer, so the runout path between them is covered);
+//! 2. merge duplicate (x, y) within a tolerance (keep lowest / highest / mean);
+//! 3. choose the vertices ([`simplify`]): every point, greedy error-driven insertion
+//!    (target vertex count and/or maximum vertical error), or grid thinning;
+//! 4. triangulate ([`tin::Tin`], delaunator; triangles counter-clockwise from above,
+//!    checked by [`tin::Tin::is_valid`] with exact predicates) and write vertices and
+//!    triangles (unit upward normal, 3D area, slope) to Parquet, plus PLY (and OBJ).
+
+pub mod export;
+pub mod prepare;
+pub mod simplify;
+pub mod tin;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use talus_io::{IoError, Progress};
+pub use tin::{Tin, TinError};
+
+/// Region of interest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Region {
+    /// Every point of the input.
+    Extent,
+    /// The box `bbox = [xmin, ymin, xmax, ymax]`.
+    Bbox,
+    /// The convex hull of the zone outlines of the kinds `zone_kinds` (from `--zones`),
+    /// grown by `buffer` metres.
+    Zones,
+}
+
+/// Which zones of the diff stage shape the region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ZoneKind {
+    Scar,
+    Deposit,
+}
+
+impl ZoneKind {
+    fn label(self) -> &'static str {
+        match self {
+            ZoneKind::Scar => "scar",
+            ZoneKind::Deposit => "deposit",
+        }
+    }
+}
+
+/// What to keep of points sharing the same (x, y) within `duplicate_tolerance`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Duplicates {
+    /// The lowest point (ground under low vegetation or noise above).
+    Lowest,
+    /// The highest point.
+    Highest,
+    /// The mean of x, y and z.
+    Mean,
+}
+
+/// How the TIN's vertices are chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Simplify {
+    /// Every (merged) point is a vertex.
+    None,
+    /// Greedy error-driven insertion, stopped by `max_vertices` and/or `max_error`.
+    Greedy,
+    /// One point per `grid_cell` square, or the smallest cell giving `max_vertices`.
+    Grid,
+}
+
+/// Options of `talus terrain`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// ASPRS classes triangulated (2 = ground); an empty list keeps every point.
+    pub classes: Vec<u8>,
+    /// Region of interest: `extent`, `bbox` or `zones`.
+    pub region: Region,
+    /// Bounding box `[xmin, ymin, xmax, ymax]`, m (required when `region = "bbox"`).
+    pub bbox: Option<[f64; 4]>,
+    /// Buffer around the convex hull of the zones, m (`region = "zones"`).
+    pub buffer: f64,
+    /// Zone kinds whose outlines shape the region (`region = "zones"`).
+    pub zone_kinds: Vec<ZoneKind>,
+    /// Policy for points with the same (x, y): `lowest`, `highest` or `mean`.
+    pub duplicates: Duplicates,
+    /// Points whose x and y round to the same multiple of this tolerance are duplicates, m.
+    pub duplicate_tolerance: f64,
+    /// Vertex selection: `none` (all points), `greedy` or `grid`.
+    pub simplify: Simplify,
+    /// Largest number of vertices (`greedy`, `grid`); none = no limit.
+    pub max_vertices: Option<usize>,
+    /// Largest vertical error of a left-out point, m (`greedy`); none = no limit.
+    pub max_error: Option<f64>,
+    /// Cell size of grid thinning, m (`grid`; if none, chosen from `max_vertices`).
+    pub grid_cell: Option<f64>,
+    /// Greedy insertion: left-out points farther than this outside the mesh are inserted
+    /// whatever their vertical error, m (so the mesh reaches the data's hull).
+    pub hull_tolerance: f64,
+    /// Also write `terrain.obj` (Wavefront) beside `terrain.ply`.
+    pub obj: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            classes: vec![2],
+            region: Region::Extent,
+            bbox: None,
+            buffer: 150.0,
+            zone_kinds: vec![ZoneKind::Scar, ZoneKind::Deposit],
+            duplicates: Duplicates::Lowest,
+            duplicate_tolerance: 0.001,
+            simplify: Simplify::None,
+            max_vertices: None,
+            max_error: None,
+            grid_cell: None,
+            hull_tolerance: 1.0,
+            obj: false,
+        }
+    }
+}
+
+/// Errors of the terrain stage.
+#[derive(Debug, thiserror::Error)]
+pub enum TerrainError {
+    #[error("terrain configuration: {0}")]
+    Config(String),
+    #[error(transparent)]
+    Io(#[from] IoError),
+    #[error("{path}: {message}")]
+    Input { path: PathBuf, message: String },
+    #[error("{path}: cannot triangulate: {source}")]
+    Tin {
+        path: PathBuf,
+        #[source]
+        source: TinError,
+    },
+}
+
+impl Config {
+    /// Check the options before any work.
+    pub fn validate(&self) -> Result<(), TerrainError> {
+        let bad = |m: &str| Err(TerrainError::Config(m.to_string()));
+        if !(self.duplicate_tolerance > 0.0 && self.duplicate_tolerance.is_finite()) {
+            return bad("duplicate_tolerance must be a positive length (m)");
+        }
+        if !(self.buffer >= 0.0 && self.buffer.is_finite()) {
+            return bad("buffer must be >= 0 m");
+        }
+        if !(self.hull_tolerance >= 0.0) {
+            return bad("hull_tolerance must be >= 0 m");
+        }
+        match (self.region, self.bbox) {
+            (Region::Bbox, None) => return bad("region = \"bbox\" needs bbox = [xmin, ymin, xmax, ymax]"),
+            (Region::Bbox, Some(b)) if !(b[0] < b[2] && b[1] < b[3]) => {
+                return bad("bbox must be [xmin, ymin, xmax, ymax] with xmin < xmax and ymin < ymax");
+            }
+            (Region::Zones, _) if self.zone_kinds.is_empty() => return bad("region = \"zones\" needs zone_kinds"),
+            _ => {}
+        }
+        if self.max_vertices.is_some_and(|n| n < 3) {
+            return bad("max_vertices must be >= 3");
+        }
+        if self.max_error.is_some_and(|e| !(e >= 0.0 && e.is_finite())) {
+            return bad("max_error must be >= 0 m");
+        }
+        if self.grid_cell.is_some_and(|c| !(c > 0.0 && c.is_finite())) {
+            return bad("grid_cell must be > 0 m");
+        }
+        match self.simplify {
+            Simplify::Greedy if self.max_vertices.is_none() && self.max_error.is_none() => {
+                bad("simplify = \"greedy\" needs max_vertices and/or max_error")
+            }
+            Simplify::Grid if self.grid_cell.is_none() && self.max_vertices.is_none() => {
+                bad("simplify = \"grid\" needs grid_cell or max_vertices")
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// What the stage did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    /// Points in the input file.
+    pub points_read: usize,
+    /// Points of the kept classes inside the region.
+    pub points_kept: usize,
+    /// Points merged away as duplicates.
+    pub duplicates_merged: usize,
+    /// TIN vertices.
+    pub vertices: usize,
+    /// TIN triangles.
+    pub triangles: usize,
+    /// Planimetric area covered, m².
+    pub area_2d: f64,
+    /// Surface area, m².
+    pub area_3d: f64,
+    /// Vertical misfit of the points left out.
+    pub misfit: simplify::Misfit,
+    /// Simplification rounds.
+    pub rounds: usize,
+}
+
+/// Points of the kept classes (as (x, y, z)) and the input's CRS.
+pub fn read_points(config: &Config, points: &Path) -> Result<(Vec<[f64; 3]>, usize, Option<talus_io::Crs>), TerrainError> {
+    let t = talus_io::read_table(points, &talus_schema::points::core_schema())?;
+    let (x, y, z, cls) = (t.f64s("x")?, t.f64s("y")?, t.f64s("z")?, t.u8s("classification")?);
+    let keep = |c: u8| config.classes.is_empty() || config.classes.contains(&c);
+    let pts: Vec<[f64; 3]> = (0..x.len()).filter(|&i| keep(cls[i])).map(|i| [x[i], y[i], z[i]]).collect();
+    prepare::check_finite(&pts, points)?;
+    Ok((pts, x.len(), t.provenance().crs))
+}
+
+/// The region of interest as a convex region (`None` = everything).
+pub fn region(config: &Config, zones: Option<&Path>) -> Result<Option<prepare::ConvexRegion>, TerrainError> {
+    match config.region {
+        Region::Extent => Ok(None),
+        Region::Bbox => {
+            let b = config.bbox.unwrap_or_default();
+            let corners = [[b[0], b[1]], [b[2], b[1]], [b[2], b[3]], [b[0], b[3]]];
+            Ok(Some(prepare::ConvexRegion::new(&corners, 0.0)))
+        }
+        Region::Zones => {
+            let path = zones.ok_or_else(|| {
+                TerrainError::Config("region = \"zones\" needs the diff's zones file (--zones)".into())
+            })?;
+            let t = talus_io::read_table(path, &talus_schema::diff::zones_schema())?;
+            let kinds = t.strings("kind")?;
+            let geoms = t.binaries("geometry")?;
+            let mut outline = Vec::new();
+            for (k, g) in kinds.iter().zip(&geoms) {
+                if !config.zone_kinds.iter().any(|z| z.label() == k) {
+                    continue;
+                }
+                let polys = talus_io::geo::parse_wkb_polygons(g).ok_or_else(|| TerrainError::Input {
+                    path: path.to_path_buf(),
+                    message: "a zone geometry is not a WKB Polygon/MultiPolygon".into(),
+                })?;
+                outline.extend(polys.into_iter().flat_map(|p| p.into_iter().next()).flatten());
+            }
+            if outline.is_empty() {
+                let names: Vec<_> = config.zone_kinds.iter().map(|k| k.label()).collect();
+                return Err(TerrainError::Input {
+                    path: path.to_path_buf(),
+                    message: format!("no zone of kind {names:?}: the region of interest is empty"),
+                });
+            }
+            Ok(Some(prepare::ConvexRegion::new(&outline, config.buffer)))
+        }
+    }
+}
+
+/// Build the TIN from points already read: region, duplicates, simplification.
+pub fn build(
+    config: &Config,
+    points: Vec<[f64; 3]>,
+    region: Option<&prepare::ConvexRegion>,
+    progress: &dyn Progress,
+) -> Result<(simplify::Simplified, usize, usize), TinError> {
+    let inside: Vec<[f64; 3]> = match region {
+        Some(r) => points.into_iter().filter(|p| r.contains(p[0], p[1])).collect(),
+        None => points,
+    };
+    let kept = inside.len();
+    let (pts, merged) = prepare::merge_duplicates(&inside, config.duplicate_tolerance, config.duplicates);
+    drop(inside);
+    let s = match config.simplify {
+        Simplify::None => simplify::grid(&pts, None, None, progress)?,
+        Simplify::Greedy => simplify::greedy(&pts, config.max_vertices, config.max_error, config.hull_tolerance, progress)?,
+        Simplify::Grid => simplify::grid(&pts, config.grid_cell, config.max_vertices, progress)?,
+    };
+    Ok((s, kept, merged))
+}
+
+/// Run the stage: `points` (a points table) -> `out_dir/{vertices,triangles}.parquet`,
+/// `out_dir/terrain.ply` (and `terrain.obj`).
+pub fn run(
+    config: &Config,
+    points: &Path,
+    zones: Option<&Path>,
+    out_dir: &Path,
+    progress: &dyn Progress,
+) -> Result<Summary, TerrainError> {
+    config.validate()?;
+    let region = region(config, zones)?;
+    let (pts, read, crs) = read_points(config, points)?;
+    if pts.is_empty() {
+        return Err(TerrainError::Input {
+            path: points.to_path_buf(),
+            message: format!("no point of classes {:?}", config.classes),
+        });
+    }
+    let (s, kept, merged) =
+        build(config, pts, region.as_ref(), progress).map_err(|source| TerrainError::Tin { path: points.to_path_buf(), source })?;
+    let tin = &s.tin;
+    let mut inputs = vec![points.to_path_buf()];
+    inputs.extend(zones.filter(|_| config.region == Region::Zones).map(Path::to_path_buf));
+    let prov = talus_io::Provenance::new("terrain", env!("CARGO_PKG_VERSION"), config)
+        .with_inputs(&inputs)?
+        .with_crs(crs);
+    let area_3d = export::write_all(tin, out_dir, &prov, config.obj)?;
+    Ok(Summary {
+        points_read: read,
+        points_kept: kept,
+        duplicates_merged: merged,
+        vertices: tin.vertices.len(),
+        triangles: tin.triangles.len(),
+        area_2d: tin.area_2d(),
+        area_3d,
+        misfit: s.misfit,
+        rounds: s.rounds,
+    })
+}

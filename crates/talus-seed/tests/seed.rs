@@ -1,0 +1,251 @@
+//! Seeding: exact fill of a box-shaped void, containment and non-overlap on a cliff-like
+//! scar, size classes, target count, bad input, and the stage's files.
+
+use arrow::array::{ArrayRef, BinaryArray, BooleanArray, Float64Array, Int32Array, RecordBatch, StringArray, UInt32Array};
+use std::path::Path;
+use std::sync::Arc;
+use talus_io::NoProgress;
+use talus_seed::boxes::{Block, boxes_overlap};
+use talus_seed::void::{GridGeometry, Outline, Void};
+use talus_seed::{Config, SeedError, seed};
+
+/// A void on a grid from surface functions, fillable inside `polygon`.
+fn make_void(grid: GridGeometry, pre: impl Fn(f64, f64) -> f64, post: impl Fn(f64, f64) -> f64, polygon: &[[f64; 2]]) -> (Void, Outline) {
+    let n = grid.nx * grid.ny;
+    let mut v = Void { grid, z_pre: vec![0.0; n], z_post: vec![0.0; n], fillable: vec![false; n] };
+    let outline = Outline::new(&[vec![polygon.to_vec()]], grid.cell);
+    for r in 0..grid.ny {
+        for c in 0..grid.nx {
+            let m = v.centre(r, c);
+            let i = r * grid.nx + c;
+            v.z_pre[i] = pre(m[0], m[1]);
+            v.z_post[i] = post(m[0], m[1]);
+            v.fillable[i] = outline.contains(m[0], m[1], 0.0);
+        }
+    }
+    (v, outline)
+}
+
+/// No two blocks overlap (exact SAT on every pair close enough to matter).
+fn assert_disjoint(blocks: &[Block]) {
+    for i in 0..blocks.len() {
+        for j in i + 1..blocks.len() {
+            let (p, q) = (&blocks[i], &blocks[j]);
+            let reach = |b: &Block| 0.5 * (b.size[0].powi(2) + b.size[1].powi(2) + b.size[2].powi(2)).sqrt();
+            let d2: f64 = (0..3).map(|k| (p.centre[k] - q.centre[k]).powi(2)).sum();
+            if d2.sqrt() < reach(p) + reach(q) {
+                assert!(!boxes_overlap(p, q, 1e-6), "blocks {i} and {j} overlap: {p:?} {q:?}");
+            }
+        }
+    }
+}
+
+/// Every corner of every block is inside the scar and between the cell-constant surfaces.
+fn assert_corners_inside(blocks: &[Block], v: &Void, o: &Outline) {
+    let g = v.grid;
+    for (k, b) in blocks.iter().enumerate() {
+        for p in b.corners() {
+            assert!(o.contains(p[0], p[1], 1e-6), "block {k}: corner {p:?} outside the scar");
+            // A corner on a cell edge belongs to both cells: check each.
+            for (dx, dy) in [(-1e-7, -1e-7), (1e-7, -1e-7), (-1e-7, 1e-7), (1e-7, 1e-7)] {
+                let c = ((p[0] + dx - g.x0) / g.cell).floor() as usize;
+                let r = ((p[1] + dy - g.y0) / g.cell).floor() as usize;
+                let i = r * g.nx + c;
+                if !v.fillable[i] {
+                    continue;
+                }
+                assert!(p[2] >= v.z_post[i] - 1e-6 && p[2] <= v.z_pre[i] + 1e-6, "block {k}: corner {p:?} outside [{}, {}]", v.z_post[i], v.z_pre[i]);
+            }
+        }
+    }
+}
+
+#[test]
+fn box_void_is_filled_exactly_by_blocks_that_divide_it() {
+    let grid = GridGeometry { x0: 0.0, y0: 0.0, cell: 1.0, nx: 40, ny: 30 };
+    let rect = [[5.0, 5.0], [17.0, 5.0], [17.0, 11.0], [5.0, 11.0]];
+    let (v, o) = make_void(grid, |_, _| 110.0, |_, _| 100.0, &rect);
+    assert_eq!(v.volume(), 12.0 * 6.0 * 10.0);
+    for (size, az) in [([4.0, 3.0, 5.0], 0.0), ([3.0, 4.0, 5.0], 90.0), ([2.0, 6.0, 2.5], 0.0)] {
+        let config = Config { size, azimuth: Some(az), ..Config::default() };
+        let s = seed(&config, &v, Some(&o), Path::new("box"), &NoProgress).unwrap();
+        assert_eq!(s.summary.fill_fraction, 1.0, "{size:?} at {az}°: {:?}", s.summary);
+        assert_disjoint(&s.blocks);
+        assert_corners_inside(&s.blocks, &v, &o);
+    }
+}
+
+/// A cliff facing azimuth `face` (radians): post-event surface is a steep slope; the
+/// scar is an ellipse on it and the pre-event surface bulges out by up to `depth` m.
+fn cliff(face: f64, depth: f64) -> (Void, Outline) {
+    let grid = GridGeometry { x0: -200.0, y0: -200.0, cell: 2.0, nx: 200, ny: 200 };
+    let (dx, dy) = (face.cos(), face.sin());
+    let post = move |x: f64, y: f64| 500.0 - 1.5 * (x * dx + y * dy);
+    let ell = move |x: f64, y: f64| {
+        let (u, w) = (x * dx + y * dy, -x * dy + y * dx);
+        1.0 - (u / 90.0).powi(2) - (w / 120.0).powi(2)
+    };
+    let pre = move |x: f64, y: f64| post(x, y) + depth * ell(x, y).max(0.0).sqrt();
+    let polygon: Vec<[f64; 2]> = (0..96)
+        .map(|k| {
+            let t = k as f64 * std::f64::consts::TAU / 96.0;
+            let (u, w) = (90.0 * t.cos(), 120.0 * t.sin());
+            [u * dx - w * dy, u * dy + w * dx]
+        })
+        .collect();
+    make_void(grid, pre, post, &polygon)
+}
+
+#[test]
+fn cliff_scar_blocks_are_disjoint_contained_and_face_the_cliff() {
+    let face = 30f64.to_radians();
+    let (v, o) = cliff(face, 60.0);
+    let (az, strength) = talus_seed::void::facing_azimuth(&v);
+    assert!((az - face).abs() < 1e-6, "azimuth {} vs {}", az.to_degrees(), face.to_degrees());
+    assert!(strength > 0.8);
+    for size in [[10.935, 9.636, 15.775], [8.852, 7.801, 12.771]] {
+        let config = Config { size, ..Config::default() };
+        let s = seed(&config, &v, Some(&o), Path::new("cliff"), &NoProgress).unwrap();
+        println!("cliff, {size:?}: {} blocks, fill {:.3} of {:.0} m³", s.summary.blocks, s.summary.fill_fraction, s.summary.volume_to_fill);
+        assert!((s.summary.azimuth_deg - 30.0).abs() < 1e-6);
+        assert_disjoint(&s.blocks);
+        assert_corners_inside(&s.blocks, &v, &o);
+        assert!(s.summary.fill_fraction > 0.5 && s.summary.fill_fraction <= 1.0);
+        // c vertical, a along the facing direction.
+        let r = s.blocks[0].axes();
+        assert!((r[(2, 2)] - 1.0).abs() < 1e-12 && (r[(0, 0)] - face.cos()).abs() < 1e-12);
+    }
+}
+
+#[test]
+fn size_classes_fill_more_and_target_count_is_met() {
+    let (v, o) = cliff(-0.7, 45.0);
+    let one = Config::default();
+    let s1 = seed(&one, &v, Some(&o), Path::new("c"), &NoProgress).unwrap();
+    let two = Config { extra_sizes: vec![[5.0, 4.5, 7.5], [2.5, 2.2, 3.7]], ..Config::default() };
+    let s2 = seed(&two, &v, Some(&o), Path::new("c"), &NoProgress).unwrap();
+    println!("one class {:.3}, three classes {:.3} ({:?})", s1.summary.fill_fraction, s2.summary.fill_fraction, s2.summary.classes);
+    assert!(s2.summary.fill_fraction > s1.summary.fill_fraction);
+    assert_eq!(s2.summary.classes[0].blocks, s1.summary.blocks);
+    assert_disjoint(&s2.blocks);
+    assert_corners_inside(&s2.blocks, &v, &o);
+    let target = Config { target_count: Some(300), ..Config::default() };
+    let s3 = seed(&target, &v, Some(&o), Path::new("c"), &NoProgress).unwrap();
+    println!("target 300: {} blocks of {:?}", s3.summary.blocks, s3.summary.classes[0].size);
+    assert!(s3.summary.blocks.abs_diff(300) <= 6, "{}", s3.summary.blocks);
+    let ratio = s3.summary.classes[0].size[0] / s3.summary.classes[0].size[2];
+    assert!((ratio - 10.935 / 15.775).abs() < 1e-12);
+}
+
+#[test]
+fn bad_voids_are_clear_errors() {
+    let grid = GridGeometry { x0: 0.0, y0: 0.0, cell: 1.0, nx: 20, ny: 20 };
+    let rect = [[2.0, 2.0], [12.0, 2.0], [12.0, 12.0], [2.0, 12.0]];
+    let (v, o) = make_void(grid, |_, _| 10.0, |_, _| 0.0, &rect);
+    let big = Config { size: [11.0, 3.0, 3.0], azimuth: Some(0.0), ..Config::default() };
+    let e = seed(&big, &v, Some(&o), Path::new("d"), &NoProgress).unwrap_err();
+    assert!(matches!(e, SeedError::NothingFits { .. }), "{e}");
+    assert!(e.to_string().contains("smaller blocks"));
+    let tall = Config { size: [3.0, 3.0, 10.5], ..Config::default() };
+    assert!(matches!(seed(&tall, &v, Some(&o), Path::new("d"), &NoProgress), Err(SeedError::NothingFits { .. })));
+    for bad in [Config { size: [0.0, 1.0, 1.0], ..Config::default() }, Config { density: -1.0, ..Config::default() }, Config { extra_sizes: vec![[1.0, f64::NAN, 1.0]], ..Config::default() }] {
+        assert!(matches!(seed(&bad, &v, Some(&o), Path::new("d"), &NoProgress), Err(SeedError::Config(_))));
+    }
+    // Empty scar.
+    let (e_v, e_o) = make_void(grid, |_, _| 10.0, |_, _| 0.0, &[[50.0, 50.0], [60.0, 50.0], [60.0, 60.0]]);
+    assert!(matches!(seed(&Config::default(), &e_v, Some(&e_o), Path::new("d"), &NoProgress), Err(SeedError::EmptyScar { .. })));
+    // Crossing surfaces: a few cells are a warning with their count, many an error.
+    let (c_v, c_o) = make_void(grid, |_, _| 10.0, |x, _| if x < 3.0 { 11.0 } else { 0.0 }, &rect);
+    let small = Config { size: [2.0, 2.0, 3.0], ..Config::default() };
+    let e = seed(&small, &c_v, Some(&c_o), Path::new("d"), &NoProgress).unwrap_err();
+    assert!(matches!(e, SeedError::Crossing { crossing: 10, cells: 100, .. }), "{e}");
+    let lenient = Config { max_crossing_fraction: 0.2, ..small };
+    let s = seed(&lenient, &c_v, Some(&c_o), Path::new("d"), &NoProgress).unwrap();
+    assert_eq!(s.summary.crossing_cells, 10);
+}
+
+fn write_diff(dir: &Path, v: &Void, polygon: &[[f64; 2]], kind: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let g = v.grid;
+    let n = g.nx * g.ny;
+    let f = |vals: Vec<f64>| -> ArrayRef { Arc::new(Float64Array::from(vals)) };
+    let rows: Vec<u32> = (0..n).map(|i| (i / g.nx) as u32).collect();
+    let cols: Vec<u32> = (0..n).map(|i| (i % g.nx) as u32).collect();
+    let dz: Vec<f64> = (0..n).map(|i| v.z_post[i] - v.z_pre[i]).collect();
+    let batch = RecordBatch::try_new(
+        Arc::new(talus_schema::diff::dod_schema()),
+        vec![
+            Arc::new(UInt32Array::from(rows.clone())),
+            Arc::new(UInt32Array::from(cols.clone())),
+            f((0..n).map(|i| v.centre(rows[i] as usize, cols[i] as usize)[0]).collect()),
+            f((0..n).map(|i| v.centre(rows[i] as usize, cols[i] as usize)[1]).collect()),
+            f(v.z_pre.clone()),
+            f(v.z_post.clone()),
+            f(dz),
+            f(vec![0.1; n]),
+            f(vec![0.2; n]),
+            Arc::new(BooleanArray::from(vec![true; n])),
+            Arc::new(UInt32Array::from(vec![5; n])),
+            Arc::new(UInt32Array::from(vec![5; n])),
+            Arc::new(Int32Array::from(vec![-1; n])),
+        ],
+    )
+    .unwrap();
+    let grid = serde_json::to_string(&g).unwrap();
+    let crs = Some(talus_io::Crs::from_epsg(32620));
+    let prov = talus_io::Provenance::new("diff", "0", &0).with_crs(crs.clone()).with_extra(talus_schema::diff::GRID_KEY, grid);
+    let dod = dir.join("dod.parquet");
+    talus_io::write_parquet(&dod, batch.schema(), &[batch], &prov).unwrap();
+    let zb = RecordBatch::try_new(
+        Arc::new(talus_schema::diff::zones_schema()),
+        vec![
+            Arc::new(Int32Array::from(vec![1])),
+            Arc::new(StringArray::from(vec![kind])),
+            f(vec![1.0]),
+            f(vec![1.0]),
+            f(vec![0.1]),
+            Arc::new(UInt32Array::from(vec![1])),
+            f(vec![0.0]),
+            f(vec![0.0]),
+            f(vec![0.0]),
+            f(vec![0.0]),
+            Arc::new(BinaryArray::from_vec(vec![&talus_io::geo::wkb_polygon(&[polygon.to_vec()])[..]])),
+        ],
+    )
+    .unwrap();
+    let zones = dir.join("zones.parquet");
+    talus_io::write_parquet(&zones, zb.schema(), &[zb], &talus_io::Provenance::new("diff", "0", &0).with_crs(crs)).unwrap();
+    (dod, zones)
+}
+
+#[test]
+fn stage_reads_the_diff_and_writes_geoparquet_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let grid = GridGeometry { x0: 1000.0, y0: 2000.0, cell: 1.0, nx: 40, ny: 30 };
+    let rect = [[1005.0, 2005.0], [1017.0, 2005.0], [1017.0, 2011.0], [1005.0, 2011.0]];
+    let (v, _) = make_void(grid, |_, _| 110.0, |_, _| 100.0, &rect);
+    let (dod, zones) = write_diff(dir.path(), &v, &rect, "scar");
+    let out = dir.path().join("blocks.parquet");
+    let config = Config { size: [4.0, 3.0, 5.0], azimuth: Some(0.0), ..Config::default() };
+    let s = talus_seed::run(&config, &dod, &zones, &out, Some(&dir.path().join("thesis")), &NoProgress).unwrap();
+    assert_eq!((s.blocks, s.fill_fraction), (12, 1.0));
+    let t = talus_io::read_table(&out, &talus_schema::blocks::schema()).unwrap();
+    assert_eq!(t.num_rows(), 12);
+    let geo: serde_json::Value = serde_json::from_str(&t.metadata["geo"]).unwrap();
+    assert_eq!(geo["columns"]["geometry"]["crs"]["id"]["code"], 32620);
+    assert!(t.f64s("vx").unwrap().iter().all(|v| *v == 0.0) && t.bools("active").unwrap().iter().all(|a| *a));
+    let mass = t.f64s("mass").unwrap();
+    assert!((mass[0] - 2700.0 * 60.0).abs() < 1e-9);
+    let (back, _) = talus_seed::read_blocks(&out).unwrap();
+    assert_disjoint(&back);
+    assert!(dir.path().join("thesis/size_12.data").exists());
+    // No scar zone: clear error and no output.
+    let (dod2, zones2) = {
+        let d = dir.path().join("noscar");
+        std::fs::create_dir_all(&d).unwrap();
+        write_diff(&d, &v, &rect, "deposit")
+    };
+    let out2 = dir.path().join("blocks2.parquet");
+    let e = talus_seed::run(&config, &dod2, &zones2, &out2, None, &NoProgress).unwrap_err().to_string();
+    assert!(e.contains("zones.parquet") && e.contains("scar"), "{e}");
+    assert!(!out2.exists());
+}
