@@ -1,0 +1,22 @@
+//! Regenerate the shipped site `data/piton-marcel/` without building the whole CLI: the
+//! same configuration as the `[synth]` table of `pipelines/piton-marcel.toml`.
+//! `cargo run -p talus-synth --example ship [OUT_DIR]`
+
+use talus_io::NoProgress;
+use talus_synth::Config;
+
+/// The `[synth]` table of `pipelines/piton-marcel.toml`.
+pub fn piton_marcel() -> Config {
+    let mut c = Config { scale: 0.1, truth_cell: 2.0, ..Config::default() };
+    c.post.misregistration = [0.1, -0.1, 0.02];
+    c
+}
+
+fn main() {
+    let out = std::env::args().nth(1).unwrap_or_else(|| "data/piton-marcel".into());
+    let s = talus_synth::run(&piton_marcel(), std::path::Path::new(&out), &NoProgress).unwrap_or_else(|e| {
+        eprintln!("error: {e}");
+        std::process::exit(1)
+    });
+    println!("{}", serde_json::to_string_pretty(&s).unwrap());
+}
