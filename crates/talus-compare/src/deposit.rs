@@ -213,38 +213,49 @@ pub fn thickness_map(config: &Config, blocks: &Blocks, survey: &Survey) -> Resul
         lit(true).alias("in_surveyed"),
     ]);
     let scar = cells.filter(col("kind").eq(lit("scar"))).select([col("cell"), lit(true).alias("in_scar")]);
+    // Full outer join on the cell index, keeping one `cell` column.
     let full = |l: LazyFrame, r: LazyFrame| {
-        l.join(r, [col("cell")], [col("cell")], JoinArgs::new(JoinType::Full).with_coalesce(JoinCoalesce::CoalesceColumns))
+        l.join(r, [col("cell")], [col("cell")], JoinArgs::new(JoinType::Full))
+            .with_column(when(col("cell").is_null()).then(col("cell_right")).otherwise(col("cell")).alias("cell"))
+            .drop(Selector::ByName { names: Arc::from(vec![PlSmallStr::from("cell_right")]), strict: true })
     };
-    let nx = grid.nx as i64;
     let frame = full(full(simulated, surveyed), scar)
         .with_columns([
             col("thickness_simulated").fill_null(lit(0.0)),
             col("thickness_surveyed").fill_null(lit(0.0)),
             col("in_surveyed").fill_null(lit(false)),
             col("in_scar").fill_null(lit(false)),
-            col("cell").floor_div(lit(nx)).cast(DataType::UInt32).alias("row"),
-            (col("cell") % lit(nx)).cast(DataType::UInt32).alias("col"),
         ])
-        .with_columns([
-            col("thickness_simulated").gt(lit(config.min_thickness)).alias("in_simulated"),
-            (lit(grid.x0) + (col("col").cast(DataType::Float64) + lit(0.5)) * lit(grid.cell)).alias("x"),
-            (lit(grid.y0) + (col("row").cast(DataType::Float64) + lit(0.5)) * lit(grid.cell)).alias("y"),
-        ])
+        .with_column(col("thickness_simulated").gt(lit(config.min_thickness)).alias("in_simulated"))
         .sort(["cell"], Default::default())
-        .select([
-            col("cell"),
-            col("row"),
-            col("col"),
-            col("x"),
-            col("y"),
-            col("thickness_simulated"),
-            col("thickness_surveyed"),
-            col("in_simulated"),
-            col("in_surveyed"),
-            col("in_scar"),
-        ])
         .collect()?;
+    // Row, column and cell centre of each linear index.
+    let cell_ids: Vec<usize> = {
+        let c = frame.column("cell")?.i64()?;
+        (0..c.len()).map(|i| c.get(i).unwrap_or(0) as usize).collect()
+    };
+    let rows: Vec<u32> = cell_ids.iter().map(|k| (k / grid.nx) as u32).collect();
+    let cols: Vec<u32> = cell_ids.iter().map(|k| (k % grid.nx) as u32).collect();
+    let xs: Vec<f64> = cols.iter().map(|c| grid.x0 + (*c as f64 + 0.5) * grid.cell).collect();
+    let ys: Vec<f64> = rows.iter().map(|r| grid.y0 + (*r as f64 + 0.5) * grid.cell).collect();
+    let geometry = DataFrame::new_infer_height(vec![
+        Column::new("row".into(), rows),
+        Column::new("col".into(), cols),
+        Column::new("x".into(), xs),
+        Column::new("y".into(), ys),
+    ])?;
+    let frame = frame.hstack(geometry.columns())?.select([
+        "cell",
+        "row",
+        "col",
+        "x",
+        "y",
+        "thickness_simulated",
+        "thickness_surveyed",
+        "in_simulated",
+        "in_surveyed",
+        "in_scar",
+    ])?;
     let mut dense = vec![0.0; grid.nx * grid.ny];
     let (c, t) = (frame.column("cell")?.i64()?, frame.column("thickness_simulated")?.f64()?);
     for i in 0..frame.height() {
@@ -256,15 +267,18 @@ pub fn thickness_map(config: &Config, blocks: &Blocks, survey: &Survey) -> Resul
 }
 
 fn f64_col(df: &DataFrame, name: &str) -> Result<Vec<f64>, Error> {
-    Ok(df.column(name)?.f64()?.into_iter().map(|v| v.unwrap_or(f64::NAN)).collect())
+    let c = df.column(name)?.f64()?;
+    Ok((0..c.len()).map(|i| c.get(i).unwrap_or(f64::NAN)).collect())
 }
 
 fn bool_col(df: &DataFrame, name: &str) -> Result<Vec<bool>, Error> {
-    Ok(df.column(name)?.bool()?.into_iter().map(|v| v.unwrap_or(false)).collect())
+    let c = df.column(name)?.bool()?;
+    Ok((0..c.len()).map(|i| c.get(i).unwrap_or(false)).collect())
 }
 
 fn u32_col(df: &DataFrame, name: &str) -> Result<Vec<u32>, Error> {
-    Ok(df.column(name)?.u32()?.into_iter().map(|v| v.unwrap_or(0)).collect())
+    let c = df.column(name)?.u32()?;
+    Ok((0..c.len()).map(|i| c.get(i).unwrap_or(0)).collect())
 }
 
 /// Write the thickness map (`thickness.parquet`, GeoParquet points at cell centres).

@@ -218,7 +218,7 @@ fn draw_zones(chart: &mut Chart, zones: &[Zone], kind: &str, colour: RGBColor, l
     Ok(())
 }
 
-fn legend(chart: &mut Chart, pos: SeriesLabelPosition) -> Result<(), String> {
+fn legend<'a, 'b: 'a>(chart: &mut Chart<'a, 'b>, pos: SeriesLabelPosition) -> Result<(), String> {
     tryp!(
         chart
             .configure_series_labels()

@@ -178,6 +178,8 @@ pub struct Energies {
     pub potential: Vec<f64>,
     pub dissipated: Vec<f64>,
     pub dissipated_cumulative: Vec<f64>,
+    /// Energy balance error recorded by the run (`balance_error`, J), when present.
+    pub balance_error: Option<Vec<f64>>,
 }
 
 /// Per-step diagnostics, summarised.
@@ -332,6 +334,7 @@ fn read_energies(path: &Path) -> Result<Energies, Error> {
         potential: col("potential")?,
         dissipated: col("dissipated")?,
         dissipated_cumulative: col("dissipated_cumulative")?,
+        balance_error: if t.has_column("balance_error") { Some(col("balance_error")?) } else { None },
     })
 }
 
@@ -406,13 +409,13 @@ pub fn read_survey(dod_path: &Path, zones_path: &Path) -> Result<Survey, Error> 
             .ok_or_else(|| Error::input(zones_path, format!("zone {}: geometry is not a WKB polygon", zid[i])))?;
         zones.push(Zone { zone_id: zid[i], kind: kind[i].clone(), area: area[i], volume: vol[i], polygons });
     }
-    let (row, col) = (dod.u32s("row")?, dod.u32s("col")?);
-    for i in 0..row.len() {
-        if row[i] as usize >= grid.ny || col[i] as usize >= grid.nx {
-            return Err(Error::input(dod_path, format!("cell ({}, {}) outside the {}x{} grid", row[i], col[i], grid.ny, grid.nx)));
+    let (rows, cols) = (dod.u32s("row")?, dod.u32s("col")?);
+    for i in 0..rows.len() {
+        if rows[i] as usize >= grid.ny || cols[i] as usize >= grid.nx {
+            return Err(Error::input(dod_path, format!("cell ({}, {}) outside the {}x{} grid", rows[i], cols[i], grid.ny, grid.nx)));
         }
     }
-    let cell: Vec<i64> = (0..row.len()).map(|i| grid.index(row[i] as usize, col[i] as usize) as i64).collect();
+    let cell: Vec<i64> = (0..rows.len()).map(|i| grid.index(rows[i] as usize, cols[i] as usize) as i64).collect();
     let cells = DataFrame::new_infer_height(vec![
         Column::new("cell".into(), cell),
         Column::new("x".into(), dod.f64s("x")?),

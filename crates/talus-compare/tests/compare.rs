@@ -21,7 +21,23 @@ fn f64a(v: Vec<f64>) -> ArrayRef {
     Arc::new(Float64Array::from(v))
 }
 
-fn write(path: &Path, schema: arrow::datatypes::Schema, cols: Vec<ArrayRef>, prov: &Provenance) {
+/// Write `cols` as the first fields of `schema`; later fields (added by their stage since)
+/// are filled with zeros.
+fn write(path: &Path, schema: arrow::datatypes::Schema, mut cols: Vec<ArrayRef>, prov: &Provenance) {
+    use arrow::datatypes::DataType;
+    let n = cols[0].len();
+    for f in schema.fields().iter().skip(cols.len()) {
+        let a: ArrayRef = match f.data_type() {
+            DataType::Float64 => f64a(vec![0.0; n]),
+            DataType::UInt32 => Arc::new(UInt32Array::from(vec![0u32; n])),
+            DataType::UInt64 => Arc::new(UInt64Array::from(vec![0u64; n])),
+            DataType::Int32 => Arc::new(Int32Array::from(vec![0i32; n])),
+            DataType::Boolean => Arc::new(BooleanArray::from(vec![false; n])),
+            DataType::Utf8 => Arc::new(StringArray::from(vec![""; n])),
+            other => panic!("no default for {other}"),
+        };
+        cols.push(a);
+    }
     let schema = Arc::new(schema);
     let batch = RecordBatch::try_new(schema.clone(), cols).unwrap();
     write_parquet(path, schema, &[batch], prov).unwrap();
