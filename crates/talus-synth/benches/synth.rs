@@ -8,7 +8,8 @@ use talus_synth::survey::{flight_line, line_count};
 use talus_synth::{Config, Epoch, Site, lasout};
 
 fn main() {
-    let scale: f64 = std::env::var("TALUS_SYNTH_BENCH_SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(0.5);
+    let scale: f64 =
+        std::env::var("TALUS_SYNTH_BENCH_SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(0.5);
     let config = Config { scale, ..Config::default() };
     let t = Instant::now();
     let site = Site::new(&config).expect("default site");
@@ -29,8 +30,13 @@ fn main() {
     let laz_s = t.elapsed().as_secs_f64();
     assert_eq!(stats.points as usize, n);
 
-    println!("talus-synth, post-event survey at scale {scale}: {n} points (site solved in {solve:.2} s)");
-    println!("{:<34} {:>10} {:>14} {:>10} {:>12}", "stage", "time (s)", "points/s", "ratio", "bytes/point");
+    println!(
+        "talus-synth, post-event survey at scale {scale}: {n} points (site solved in {solve:.2} s)"
+    );
+    println!(
+        "{:<34} {:>10} {:>14} {:>10} {:>12}",
+        "stage", "time (s)", "points/s", "ratio", "bytes/point"
+    );
     let row = |name: &str, s: f64, bytes: Option<usize>| {
         println!(
             "{name:<34} {s:>10.3} {:>14.0} {:>10.2} {:>12}",

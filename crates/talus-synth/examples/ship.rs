@@ -14,9 +14,10 @@ pub fn piton_marcel() -> Config {
 
 fn main() {
     let out = std::env::args().nth(1).unwrap_or_else(|| "data/piton-marcel".into());
-    let s = talus_synth::run(&piton_marcel(), std::path::Path::new(&out), &NoProgress).unwrap_or_else(|e| {
-        eprintln!("error: {e}");
-        std::process::exit(1)
-    });
+    let s = talus_synth::run(&piton_marcel(), std::path::Path::new(&out), &NoProgress)
+        .unwrap_or_else(|e| {
+            eprintln!("error: {e}");
+            std::process::exit(1)
+        });
     println!("{}", serde_json::to_string_pretty(&s).unwrap());
 }

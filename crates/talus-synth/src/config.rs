@@ -281,10 +281,13 @@ impl Config {
         finite_pos("scale", self.scale)?;
         finite_pos("truth_cell", self.truth_cell)?;
         let cells = (self.extent[0] / self.truth_cell) * (self.extent[1] / self.truth_cell);
-        check(cells <= 5.0e7, || format!("truth grid of {cells:.0} cells is too large; raise truth_cell"))?;
-        check(self.extent[0] / self.truth_cell >= 8.0 && self.extent[1] / self.truth_cell >= 8.0, || {
-            "truth_cell must be at most 1/8 of the site extent".into()
+        check(cells <= 5.0e7, || {
+            format!("truth grid of {cells:.0} cells is too large; raise truth_cell")
         })?;
+        check(
+            self.extent[0] / self.truth_cell >= 8.0 && self.extent[1] / self.truth_cell >= 8.0,
+            || "truth_cell must be at most 1/8 of the site extent".into(),
+        )?;
 
         let t = &self.terrain;
         finite_pos("terrain.cliff_height", t.cliff_height)?;
@@ -293,14 +296,21 @@ impl Config {
             ("terrain.plateau_slope", t.plateau_slope),
             ("terrain.bank_slope", t.bank_slope),
         ] {
-            check(v.is_finite() && (0.0..45.0).contains(&v), || format!("{n} = {v}° must be in [0, 45)"))?;
+            check(v.is_finite() && (0.0..45.0).contains(&v), || {
+                format!("{n} = {v}° must be in [0, 45)")
+            })?;
         }
-        check(t.cliff_slope.is_finite() && t.cliff_slope > t.valley_slope.max(t.plateau_slope) + 10.0 && t.cliff_slope < 85.0, || {
-            format!(
-                "terrain.cliff_slope = {}° must be below 85° and at least 10° steeper than the valley and plateau",
-                t.cliff_slope
-            )
-        })?;
+        check(
+            t.cliff_slope.is_finite()
+                && t.cliff_slope > t.valley_slope.max(t.plateau_slope) + 10.0
+                && t.cliff_slope < 85.0,
+            || {
+                format!(
+                    "terrain.cliff_slope = {}° must be below 85° and at least 10° steeper than the valley and plateau",
+                    t.cliff_slope
+                )
+            },
+        )?;
         finite_nonneg("terrain.foot_wander", t.foot_wander)?;
         finite_nonneg("terrain.river_depth", t.river_depth)?;
         finite_pos("terrain.river_width", t.river_width)?;
@@ -309,7 +319,9 @@ impl Config {
         check(t.relief_wavelength.is_finite() && t.relief_wavelength >= 4.0, || {
             "terrain.relief_wavelength must be ≥ 4 m".into()
         })?;
-        check((0.0..=1.5).contains(&t.relief_hurst), || "terrain.relief_hurst must be in [0, 1.5]".into())?;
+        check((0.0..=1.5).contains(&t.relief_hurst), || {
+            "terrain.relief_hurst must be in [0, 1.5]".into()
+        })?;
         finite_nonneg("terrain.cliff_roughness", t.cliff_roughness)?;
         check(t.foot_elevation.is_finite() && t.downstream_gradient.is_finite(), || {
             "terrain.foot_elevation and downstream_gradient must be finite".into()
@@ -346,17 +358,26 @@ impl Config {
         })?;
         if let Some(a) = d.travel_angle {
             check(a.is_finite() && a > t.valley_slope && a < 60.0, || {
-                format!("deposit.travel_angle = {a}° must exceed the valley slope ({}°) and be below 60°", t.valley_slope)
+                format!(
+                    "deposit.travel_angle = {a}° must exceed the valley slope ({}°) and be below 60°",
+                    t.valley_slope
+                )
             })?;
         }
         finite_pos("deposit.spread", d.spread)?;
-        check(d.taper.is_finite() && (0.0..=3.0).contains(&d.taper), || "deposit.taper must be in [0, 3]".into())?;
+        check(d.taper.is_finite() && (0.0..=3.0).contains(&d.taper), || {
+            "deposit.taper must be in [0, 3]".into()
+        })?;
         finite_nonneg("deposit.roughness", d.roughness)?;
 
         let v = &self.vegetation;
-        check((0.0..=1.0).contains(&v.cover), || format!("vegetation.cover = {} must be in [0, 1]", v.cover))?;
+        check((0.0..=1.0).contains(&v.cover), || {
+            format!("vegetation.cover = {} must be in [0, 1]", v.cover)
+        })?;
         finite_nonneg("vegetation.max_height", v.max_height)?;
-        check((0.0..=90.0).contains(&v.max_slope), || "vegetation.max_slope must be in [0, 90]".into())?;
+        check((0.0..=90.0).contains(&v.max_slope), || {
+            "vegetation.max_slope must be in [0, 90]".into()
+        })?;
         check((0.0..=1.0).contains(&v.ground_penetration), || {
             "vegetation.ground_penetration must be in [0, 1]".into()
         })?;
@@ -364,7 +385,9 @@ impl Config {
         for (name, s) in [("pre", &self.pre), ("post", &self.post)] {
             finite_pos(&format!("{name}.density"), s.density)?;
             let pulses = s.density * self.scale * self.extent[0] * self.extent[1];
-            check(pulses <= 2.0e9, || format!("{name}: {pulses:.0} pulses is more than a LAS file should hold here"))?;
+            check(pulses <= 2.0e9, || {
+                format!("{name}: {pulses:.0} pulses is more than a LAS file should hold here")
+            })?;
             finite_nonneg(&format!("{name}.sigma_z"), s.sigma_z)?;
             finite_nonneg(&format!("{name}.sigma_xy"), s.sigma_xy)?;
             check(s.misregistration.iter().all(|v| v.is_finite() && v.abs() <= 100.0), || {
@@ -376,7 +399,9 @@ impl Config {
             finite_pos(&format!("{name}.speed"), s.speed)?;
             finite_pos(&format!("{name}.swath"), s.swath)?;
             finite_pos(&format!("{name}.flying_height"), s.flying_height)?;
-            check(s.gps_time_start.is_finite(), || format!("{name}.gps_time_start must be finite"))?;
+            check(s.gps_time_start.is_finite(), || {
+                format!("{name}.gps_time_start must be finite")
+            })?;
         }
         Ok(())
     }

@@ -71,8 +71,14 @@ pub fn survey_bytes(
         let batch: Vec<usize> = (next..(next + threads).min(lines)).collect();
         next += batch.len();
         let results: Vec<Vec<Return>> = std::thread::scope(|s| {
-            let handles: Vec<_> = batch.iter().map(|&l| s.spawn(move || flight_line(site, survey, epoch, l))).collect();
-            handles.into_iter().map(|h| h.join().expect("flight line generation panicked")).collect()
+            let handles: Vec<_> = batch
+                .iter()
+                .map(|&l| s.spawn(move || flight_line(site, survey, epoch, l)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("flight line generation panicked"))
+                .collect()
         });
         for pts in results {
             for r in pts {
@@ -92,7 +98,8 @@ pub fn survey_bytes(
                     intensity: r.intensity,
                     return_number: r.return_number,
                     number_of_returns: r.number_of_returns,
-                    classification: Classification::new(r.classification).map_err(las_err(&what))?,
+                    classification: Classification::new(r.classification)
+                        .map_err(las_err(&what))?,
                     scan_angle: r.scan_angle,
                     point_source_id: r.flight_line,
                     gps_time: Some(r.gps_time),

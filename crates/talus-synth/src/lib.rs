@@ -123,7 +123,11 @@ pub struct Generated {
 }
 
 /// Build the site and both surveys in memory (`compress`: LAZ rather than LAS).
-pub fn generate(config: &Config, compress: bool, progress: &dyn Progress) -> Result<Generated, Error> {
+pub fn generate(
+    config: &Config,
+    compress: bool,
+    progress: &dyn Progress,
+) -> Result<Generated, Error> {
     let site = Site::new(config)?;
     progress.start("truth grid", 0);
     let truth = truth::TruthGrid::compute(&site);
@@ -183,15 +187,18 @@ pub fn write_outputs(g: &Generated, out_dir: &Path) -> Result<(), Error> {
     let prov = Provenance::new("synth", env!("CARGO_PKG_VERSION"), &g.doc.config)
         .with_crs(Some(crs))
         .with_extra(talus_schema::diff::GRID_KEY, g.truth.grid_json().to_string());
-    let batches = g.truth.batches().map_err(|e| Error::Output {
-        path: out_dir.join(TRUTH_PARQUET),
-        message: e.to_string(),
-    })?;
-    talus_io::write_parquet(&out_dir.join(TRUTH_PARQUET), Arc::new(truth::schema()), &batches, &prov)?;
-    let json = serde_json::to_vec_pretty(&g.doc).map_err(|e| Error::Output {
-        path: out_dir.join(TRUTH_JSON),
-        message: e.to_string(),
-    })?;
+    let batches = g
+        .truth
+        .batches()
+        .map_err(|e| Error::Output { path: out_dir.join(TRUTH_PARQUET), message: e.to_string() })?;
+    talus_io::write_parquet(
+        &out_dir.join(TRUTH_PARQUET),
+        Arc::new(truth::schema()),
+        &batches,
+        &prov,
+    )?;
+    let json = serde_json::to_vec_pretty(&g.doc)
+        .map_err(|e| Error::Output { path: out_dir.join(TRUTH_JSON), message: e.to_string() })?;
     AtomicFile::write_all(&out_dir.join(TRUTH_JSON), &json)?;
     AtomicFile::write_all(&out_dir.join(PRE_FILE), &g.pre)?;
     AtomicFile::write_all(&out_dir.join(POST_FILE), &g.post)?;

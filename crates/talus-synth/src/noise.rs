@@ -28,7 +28,9 @@ const GRADS: [(f64, f64); 8] = [
 
 #[inline]
 fn corner(seed: u64, ix: i64, iy: i64, dx: f64, dy: f64) -> f64 {
-    let h = mix(seed ^ (ix as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (iy as u64).wrapping_mul(0xC2B2_AE3D_27D4_EB4F));
+    let h = mix(seed
+        ^ (ix as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        ^ (iy as u64).wrapping_mul(0xC2B2_AE3D_27D4_EB4F));
     let (gx, gy) = GRADS[(h >> 61) as usize];
     gx * dx + gy * dy
 }
@@ -77,8 +79,16 @@ impl Fbm {
         let mut k = 0u64;
         while lambda >= shortest * 0.999 {
             let s = sub_seed(seed, k);
-            let off = ((s >> 11) as f64 / (1u64 << 53) as f64 * 1000.0, (mix(s) >> 11) as f64 / (1u64 << 53) as f64 * 1000.0);
-            octaves.push(Octave { freq: 1.0 / lambda, amp: amplitude * (lambda / longest).powf(hurst), off, seed: s });
+            let off = (
+                (s >> 11) as f64 / (1u64 << 53) as f64 * 1000.0,
+                (mix(s) >> 11) as f64 / (1u64 << 53) as f64 * 1000.0,
+            );
+            octaves.push(Octave {
+                freq: 1.0 / lambda,
+                amp: amplitude * (lambda / longest).powf(hurst),
+                off,
+                seed: s,
+            });
             lambda *= 0.5;
             k += 1;
         }

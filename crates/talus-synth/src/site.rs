@@ -29,9 +29,9 @@
 //! the travel-angle rule: the line from the scar crown at angle α meets the valley floor
 //! at the tip. h is solved so that the deposit volume is the scar volume × bulking.
 
+use crate::Error;
 use crate::config::Config;
 use crate::noise::{Fbm, sub_seed};
-use crate::Error;
 
 /// Deficit or thickness below which a cell does not count as scar or deposit, m.
 pub const MASK_THRESHOLD: f64 = 0.01;
@@ -67,7 +67,13 @@ pub struct Site {
 
 fn softplus(t: f64, r: f64) -> f64 {
     let u = t / r;
-    if u > 30.0 { t } else if u < -30.0 { 0.0 } else { r * u.exp().ln_1p() }
+    if u > 30.0 {
+        t
+    } else if u < -30.0 {
+        0.0
+    } else {
+        r * u.exp().ln_1p()
+    }
 }
 
 /// C¹ ramp that is exactly 0 below the foot: 0, t²/4r, t - r.
@@ -149,7 +155,13 @@ impl Site {
         let tan = |deg: f64| deg.to_radians().tan();
         let short = 2.0;
         let mut site = Site {
-            relief: Fbm::new(sub_seed(seed, 1), t.relief_amplitude, t.relief_wavelength, short, t.relief_hurst),
+            relief: Fbm::new(
+                sub_seed(seed, 1),
+                t.relief_amplitude,
+                t.relief_wavelength,
+                short,
+                t.relief_hurst,
+            ),
             scar_relief: Fbm::new(
                 sub_seed(seed, 2),
                 t.relief_amplitude * c.scar.roughness * 0.5,
@@ -254,7 +266,9 @@ impl Site {
             s.deposit_volume_on(&grid)
         };
         if unit.is_nan() || unit <= 0.0 {
-            return Err(Error::Config("the deposit footprint is empty on the truth grid (truth_cell too large?)".into()));
+            return Err(Error::Config(
+                "the deposit footprint is empty on the truth grid (truth_cell too large?)".into(),
+            ));
         }
         site.deposit_height = solve_proportional(target / unit, target, |hh| {
             let mut s = site.clone();
@@ -280,7 +294,8 @@ impl Site {
         let t = &self.config.terrain;
         let river = -t.river_depth * (-((y - t.river_y) / (0.5 * t.river_width)).powi(2)).exp();
         let bank = (self.tan_valley + self.tan_bank) * softplus(t.river_y - y, t.corner_radius);
-        t.foot_elevation - t.downstream_gradient * x + self.profile(y - self.foot_y(x), self.tan_cliff, self.cliff_width)
+        t.foot_elevation - t.downstream_gradient * x
+            + self.profile(y - self.foot_y(x), self.tan_cliff, self.cliff_width)
             + river
             + bank
     }
@@ -302,7 +317,8 @@ impl Site {
         // Post-event face slope: the deficit vanishes beyond the crown (see the module doc).
         let tan_post = (h + self.tan_plateau * d - self.tan_cliff * r) / (w2 - r);
         let t = y - self.foot_y(x);
-        let delta = (self.tan_cliff - tan_post) * foot_ramp(t, r) - (self.tan_cliff - self.tan_plateau) * softplus(t - w, r)
+        let delta = (self.tan_cliff - tan_post) * foot_ramp(t, r)
+            - (self.tan_cliff - self.tan_plateau) * softplus(t - w, r)
             + (tan_post - self.tan_plateau) * softplus(t - w2, r);
         delta.max(0.0)
     }
@@ -342,7 +358,10 @@ impl Site {
             return 0.0;
         }
         let sigma = s / self.runout;
-        let b = 0.5 * self.config.scar.width * self.config.deposit.spread * (1.0 - sigma).powf(self.config.deposit.taper);
+        let b = 0.5
+            * self.config.scar.width
+            * self.config.deposit.spread
+            * (1.0 - sigma).powf(self.config.deposit.taper);
         let dx = x - self.scar_x;
         if dx.abs() >= b {
             return 0.0;
@@ -382,10 +401,17 @@ impl Site {
 
     /// Scar volume Σ deficit × cell² over the grid (only the scar's columns), m³.
     pub fn scar_volume_on(&self, grid: &Grid) -> f64 {
-        let (x0, x1) = (self.scar_x - 0.5 * self.config.scar.width, self.scar_x + 0.5 * self.config.scar.width);
+        let (x0, x1) = (
+            self.scar_x - 0.5 * self.config.scar.width,
+            self.scar_x + 0.5 * self.config.scar.width,
+        );
         let t = &self.config.terrain;
         let y0 = t.foot_y - 2.0 * t.foot_wander.max(1.0) - 10.0 * t.corner_radius;
-        let y1 = t.foot_y + 2.0 * t.foot_wander.max(1.0) + self.cliff_width + self.retreat_max + 10.0 * t.corner_radius;
+        let y1 = t.foot_y
+            + 2.0 * t.foot_wander.max(1.0)
+            + self.cliff_width
+            + self.retreat_max
+            + 10.0 * t.corner_radius;
         let a = grid.cell * grid.cell;
         let mut v = 0.0;
         for i in grid.cols(x0, x1) {

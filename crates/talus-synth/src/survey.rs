@@ -95,7 +95,7 @@ pub fn flight_line(site: &Site, survey: &Survey, epoch: Epoch, line: usize) -> V
     let y_lo = line as f64 * survey.swath;
     let y_hi = ((line + 1) as f64 * survey.swath).min(c.extent[1]);
     let y_mid = 0.5 * (y_lo + y_hi);
-    let eastward = line % 2 == 0;
+    let eastward = line.is_multiple_of(2);
     let line_time = c.extent[0] / survey.speed;
     let t0 = survey.gps_time_start + line as f64 * (line_time + TURN);
     let nx = (c.extent[0] / CELL).ceil() as usize;
@@ -106,7 +106,8 @@ pub fn flight_line(site: &Site, survey: &Survey, epoch: Epoch, line: usize) -> V
     let [mx, my, mz] = survey.misregistration;
     let (ox, oy) = (c.origin[0], c.origin[1]);
     let penetration = c.vegetation.ground_penetration;
-    let mut out = Vec::with_capacity(((row1 - row0) as f64 * nx as f64 * density * 1.4) as usize + 16);
+    let mut out =
+        Vec::with_capacity(((row1 - row0) as f64 * nx as f64 * density * 1.4) as usize + 16);
     for k in 0..nx {
         let i = if eastward { k } else { nx - 1 - k };
         let x0 = i as f64 * CELL;

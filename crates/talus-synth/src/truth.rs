@@ -25,8 +25,20 @@ pub fn schema() -> Schema {
         f("y", "m", "cell centre, northing"),
         f("z_pre", "m", "exact pre-event surface elevation at the cell centre"),
         f("z_post", "m", "exact post-event surface elevation at the cell centre"),
-        field("in_scar", DataType::Boolean, false, "1", "z_pre - z_post > 0.01 m inside the collapse scar"),
-        field("in_deposit", DataType::Boolean, false, "1", "z_post - z_pre > 0.01 m inside the deposit"),
+        field(
+            "in_scar",
+            DataType::Boolean,
+            false,
+            "1",
+            "z_pre - z_post > 0.01 m inside the collapse scar",
+        ),
+        field(
+            "in_deposit",
+            DataType::Boolean,
+            false,
+            "1",
+            "z_post - z_pre > 0.01 m inside the deposit",
+        ),
     ])
 }
 
@@ -60,7 +72,8 @@ impl TruthGrid {
     /// Evaluate the site's surfaces at every cell centre (rows in parallel, fixed order).
     pub fn compute(site: &Site) -> TruthGrid {
         let grid = Grid::for_config(&site.config);
-        let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 8);
+        let threads =
+            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 8);
         let chunk = grid.ny.div_ceil(threads);
         let parts: Vec<[Vec<f64>; 4]> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..threads)
@@ -125,7 +138,8 @@ impl TruthGrid {
         let mut south = Vec::new();
         let mut north = Vec::new();
         for i in 0..g.nx {
-            let rows: Vec<usize> = (0..g.ny).filter(|&j| values[j * g.nx + i] > MASK_THRESHOLD).collect();
+            let rows: Vec<usize> =
+                (0..g.ny).filter(|&j| values[j * g.nx + i] > MASK_THRESHOLD).collect();
             if let (Some(&lo), Some(&hi)) = (rows.first(), rows.last()) {
                 let x = self.x0 + g.x(i);
                 south.push([x, self.y0 + lo as f64 * g.cell]);
@@ -178,8 +192,12 @@ impl TruthGrid {
                 Arc::new(Float64Array::from_iter_values(ys)),
                 Arc::new(Float64Array::from(self.z_pre[a..b].to_vec())),
                 Arc::new(Float64Array::from(self.z_post[a..b].to_vec())),
-                Arc::new(BooleanArray::from_iter(self.deficit[a..b].iter().map(|d| Some(*d > MASK_THRESHOLD)))),
-                Arc::new(BooleanArray::from_iter(self.thickness[a..b].iter().map(|t| Some(*t > MASK_THRESHOLD)))),
+                Arc::new(BooleanArray::from_iter(
+                    self.deficit[a..b].iter().map(|d| Some(*d > MASK_THRESHOLD)),
+                )),
+                Arc::new(BooleanArray::from_iter(
+                    self.thickness[a..b].iter().map(|t| Some(*t > MASK_THRESHOLD)),
+                )),
             ];
             out.push(RecordBatch::try_new(schema.clone(), cols_)?);
             j0 = j1;

@@ -13,13 +13,22 @@ fn data_dir() -> PathBuf {
 fn shipped_site_regenerates_byte_identically() {
     let dir = data_dir();
     let Ok(json) = std::fs::read(dir.join("truth.json")) else {
-        panic!("{}: missing; run `talus synth --config pipelines/piton-marcel.toml --out-dir data/piton-marcel`", dir.display());
+        panic!(
+            "{}: missing; run `talus synth --config pipelines/piton-marcel.toml --out-dir data/piton-marcel`",
+            dir.display()
+        );
     };
     let doc: serde_json::Value = serde_json::from_slice(&json).unwrap();
     let config: Config = serde_json::from_value(doc["config"].clone()).unwrap();
     let g = generate(&config, true, &NoProgress).unwrap();
-    assert!(g.pre == std::fs::read(dir.join("pre.laz")).unwrap(), "pre.laz differs from the generator's output");
-    assert!(g.post == std::fs::read(dir.join("post.laz")).unwrap(), "post.laz differs from the generator's output");
+    assert!(
+        g.pre == std::fs::read(dir.join("pre.laz")).unwrap(),
+        "pre.laz differs from the generator's output"
+    );
+    assert!(
+        g.post == std::fs::read(dir.join("post.laz")).unwrap(),
+        "post.laz differs from the generator's output"
+    );
     let regenerated = serde_json::to_vec_pretty(&g.doc).unwrap();
     assert!(regenerated == json, "truth.json differs from the generator's output");
 
@@ -29,7 +38,8 @@ fn shipped_site_regenerates_byte_identically() {
     assert_eq!(pre, g.truth.z_pre);
     let cell = doc["grid"]["cell"].as_f64().unwrap();
     let net: f64 = pre.iter().zip(&post).map(|(a, b)| a - b).sum::<f64>() * cell * cell;
-    let expected = doc["scar"]["volume"].as_f64().unwrap() - doc["deposit"]["volume"].as_f64().unwrap();
+    let expected =
+        doc["scar"]["volume"].as_f64().unwrap() - doc["deposit"]["volume"].as_f64().unwrap();
     assert!((net - expected).abs() < 1e-3 * expected.abs().max(1.0), "{net} vs {expected}");
     assert_eq!(t.provenance().crs.and_then(|c| c.epsg), Some(32620));
     let scar = doc["scar"]["volume"].as_f64().unwrap();

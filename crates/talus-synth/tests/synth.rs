@@ -38,7 +38,8 @@ fn same_seed_gives_byte_identical_files() {
 fn different_seed_changes_relief_not_volumes() {
     let a = generate(&small(1), true, &NoProgress).unwrap();
     let b = generate(&small(2), true, &NoProgress).unwrap();
-    let differing = a.truth.z_pre.iter().zip(&b.truth.z_pre).filter(|(p, q)| (*p - *q).abs() > 0.05).count();
+    let differing =
+        a.truth.z_pre.iter().zip(&b.truth.z_pre).filter(|(p, q)| (*p - *q).abs() > 0.05).count();
     assert!(differing > a.truth.z_pre.len() / 2, "relief barely changed: {differing} cells");
     assert!(a.pre != b.pre);
     let (sa, sb) = (&a.summary, &b.summary);
@@ -87,7 +88,9 @@ fn files_read_back_with_crs_classes_returns_and_noise() {
     let dir = out_dir("readback");
     let s = run(&c, &dir, &NoProgress).unwrap();
     let site = Site::new(&c).unwrap();
-    for (file, epoch, stats) in [("pre.laz", Epoch::Pre, &s.pre), ("post.laz", Epoch::Post, &s.post)] {
+    for (file, epoch, stats) in
+        [("pre.laz", Epoch::Pre, &s.pre), ("post.laz", Epoch::Post, &s.post)]
+    {
         let mut reader = las::Reader::from_path(dir.join(file)).unwrap();
         let header = reader.header().clone();
         assert_eq!(header.number_of_points(), stats.points);
@@ -181,7 +184,10 @@ fn impossible_configurations_fail_before_writing() {
         let dir = out_dir(&format!("bad-{}", what.replace(' ', "-")));
         let e = run(&c, &dir, &NoProgress).expect_err(what).to_string();
         eprintln!("{what}: {e}");
-        assert!(!dir.exists() || std::fs::read_dir(&dir).unwrap().next().is_none(), "{what}: files written");
+        assert!(
+            !dir.exists() || std::fs::read_dir(&dir).unwrap().next().is_none(),
+            "{what}: files written"
+        );
         match what {
             "scar volume" | "scar width" => assert!(e.contains("larger than the cliff"), "{e}"),
             "density" => assert!(e.contains("pre.density"), "{e}"),
@@ -199,7 +205,9 @@ fn laspy_opens_the_files_when_available() {
         .map(|s| s.success())
         .unwrap_or(false);
     if !ok {
-        eprintln!("skipped: python3 with laspy and lazrs is not available (pip install laspy lazrs)");
+        eprintln!(
+            "skipped: python3 with laspy and lazrs is not available (pip install laspy lazrs)"
+        );
         return;
     }
     let dir = out_dir("laspy");

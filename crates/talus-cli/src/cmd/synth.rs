@@ -24,7 +24,8 @@ pub fn options_help() -> String {
 }
 
 pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
-    let Some(mut config) = crate::config::load::<talus_synth::Config>(&args.config, "synth")? else {
+    let Some(mut config) = crate::config::load::<talus_synth::Config>(&args.config, "synth")?
+    else {
         return Ok(());
     };
     if let Some(s) = args.scale {
@@ -42,7 +43,14 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
     ctx.say(format!(
         "synth: scar {:.0} m³ (max deficit {:.1} m, cliff top retreat {:.1} m), deposit {:.0} m³ \
          (max thickness {:.1} m, runout {:.0} m at travel angle {:.1}°), net {:.0} m³",
-        s.scar_volume, s.max_deficit, s.retreat_max, s.deposit_volume, s.max_thickness, s.runout, s.travel_angle, s.net_volume
+        s.scar_volume,
+        s.max_deficit,
+        s.retreat_max,
+        s.deposit_volume,
+        s.max_thickness,
+        s.runout,
+        s.travel_angle,
+        s.net_volume
     ));
     Ok(())
 }
