@@ -557,7 +557,10 @@ mod tests {
     fn incomplete_integral_matches_reference_values() {
         for &(phi, m, mc, f) in REFERENCE_F {
             let got = Jacobi::new(m, mc).incomplete_f(phi);
-            assert!((got - f).abs() < 1e-13 * f.abs().max(1.0), "F({phi}|{m}) = {got}, expected {f}");
+            assert!(
+                (got - f).abs() < 1e-13 * f.abs().max(1.0),
+                "F({phi}|{m}) = {got}, expected {f}"
+            );
         }
     }
 

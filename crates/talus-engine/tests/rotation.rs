@@ -10,7 +10,11 @@ fn v(x: f64, y: f64, z: f64) -> Vector3<f64> {
 }
 
 /// Euler's equations I ω̇ = (I ω) × ω and the attitude q̇ = ½ q ⊗ (0, ω), body frame.
-fn derivative(inertia: &Vector3<f64>, w: &Vector3<f64>, q: &Quaternion<f64>) -> (Vector3<f64>, Quaternion<f64>) {
+fn derivative(
+    inertia: &Vector3<f64>,
+    w: &Vector3<f64>,
+    q: &Quaternion<f64>,
+) -> (Vector3<f64>, Quaternion<f64>) {
     let h = inertia.component_mul(w);
     let dw = h.cross(w).component_div(inertia);
     let dq = q * Quaternion::from_imag(*w) * 0.5;
@@ -18,7 +22,13 @@ fn derivative(inertia: &Vector3<f64>, w: &Vector3<f64>, q: &Quaternion<f64>) -> 
 }
 
 /// Classical RK4 on (ω, q) with `n` equal steps over [0, t]: the independent reference.
-fn rk4(inertia: &Vector3<f64>, w0: Vector3<f64>, q0: UnitQuaternion<f64>, t: f64, n: usize) -> (Vector3<f64>, UnitQuaternion<f64>) {
+fn rk4(
+    inertia: &Vector3<f64>,
+    w0: Vector3<f64>,
+    q0: UnitQuaternion<f64>,
+    t: f64,
+    n: usize,
+) -> (Vector3<f64>, UnitQuaternion<f64>) {
     let h = t / n as f64;
     let (mut w, mut q) = (w0, q0.into_inner());
     for _ in 0..n {
@@ -282,7 +292,8 @@ fn advance_constant_omega_is_the_exact_rotation() {
     let w = v(1.0, -2.0, 0.5);
     let (q, w1) = advance(RotationModel::ConstantOmega, rot, w, &v(5.0, 10.0, 12.0), 0.01);
     assert_eq!(w1, w);
-    let want = UnitQuaternion::from_axis_angle(&nalgebra::Unit::new_normalize(w), w.norm() * 0.01) * rot;
+    let want =
+        UnitQuaternion::from_axis_angle(&nalgebra::Unit::new_normalize(w), w.norm() * 0.01) * rot;
     assert!(angle_between(&q, &want) < 1e-15);
     assert!((q.norm() - 1.0).abs() < 1e-15);
     assert_eq!(RotationModel::default(), RotationModel::ConstantOmega);
@@ -313,7 +324,11 @@ fn advance_torque_free_matches_rk4_and_conserves_world_momentum() {
                 assert!((q.norm() - 1.0).abs() < 1e-14);
             }
             let h = h_world(&q, &w);
-            assert!((h - h0).norm() <= 1e-10 * h0.norm(), "world H drift {:e}", (h - h0).norm() / h0.norm());
+            assert!(
+                (h - h0).norm() <= 1e-10 * h0.norm(),
+                "world H drift {:e}",
+                (h - h0).norm() / h0.norm()
+            );
             let ang = angle_between(&q, &q_ref);
             assert!(ang < 1e-10, "attitude off by {ang:e} rad (dt = {dt}, I = {inertia:?})");
             assert_vec_close(&w, &(q_ref * w_ref), 1e-10, "world ω");
