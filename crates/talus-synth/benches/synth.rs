@@ -1,6 +1,6 @@
 //! Throughput of `talus synth`: sampling alone, then sampling + LAS, then + LAZ
 //! (ratios against sampling alone, measured in the same run). `TALUS_SYNTH_BENCH_SCALE`
-//! sets the density scale (default 0.5; 10 gives the ≥ 50 M point benchmark site).
+//! sets the density scale (default 0.5; 10 gives the ~52 M point benchmark site).
 
 use std::time::Instant;
 use talus_io::NoProgress;

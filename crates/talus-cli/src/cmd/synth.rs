@@ -12,7 +12,7 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     pub out_dir: PathBuf,
     /// Multiply both surveys' point densities (overrides `scale` of the configuration);
-    /// e.g. 8 gives ≥ 50 M points with the default site, for benchmarks.
+    /// e.g. 10 gives ~52 M points for the default site, for benchmarks.
     #[arg(long, value_name = "S")]
     pub scale: Option<f64>,
     #[command(flatten)]
