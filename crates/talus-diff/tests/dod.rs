@@ -83,7 +83,8 @@ fn pit_and_mound_volumes_and_outlines() {
         assert!(ring.contains(&v), "{ring:?}");
     }
     let dep = &r.zones[1];
-    assert_eq!((dep.kind, dep.area), (ZoneKind::Deposit, 450.0));
+    // 450 m² of cells, less any cell left without points by the random sampling.
+    assert!(dep.kind == ZoneKind::Deposit && (440.0..=450.0).contains(&dep.area), "{}", dep.area);
     assert!((scar.centroid[0] - 30.0).abs() < 1e-9 && (scar.centroid[1] - 15.0).abs() < 1e-9);
     // M3C2 with vertical-ish normals sees the pit (-5 m) in its middle.
     let mid = r
