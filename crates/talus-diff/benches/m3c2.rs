@@ -25,7 +25,11 @@ fn survey(n: usize, seed: u64, scar: bool) -> Vec<[f64; 3]> {
     (0..n)
         .map(|_| {
             let (x, y) = (rng.random::<f64>() * 1000.0, rng.random::<f64>() * 1000.0);
-            let mut z = 200.0 + 0.3 * x + 0.05 * y + 4.0 * (x / 37.0).sin() * (y / 53.0).cos() + noise.sample(&mut rng);
+            let mut z = 200.0
+                + 0.3 * x
+                + 0.05 * y
+                + 4.0 * (x / 37.0).sin() * (y / 53.0).cos()
+                + noise.sample(&mut rng);
             if scar && (300.0..600.0).contains(&x) && (200.0..500.0).contains(&y) {
                 z -= 1.5;
             }
@@ -35,7 +39,8 @@ fn survey(n: usize, seed: u64, scar: bool) -> Vec<[f64; 3]> {
 }
 
 fn write_npy(path: &Path, pts: &[[f64; 3]]) {
-    let mut header = format!("{{'descr': '<f8', 'fortran_order': False, 'shape': ({}, 3), }}", pts.len());
+    let mut header =
+        format!("{{'descr': '<f8', 'fortran_order': False, 'shape': ({}, 3), }}", pts.len());
     while (10 + header.len() + 1) % 64 != 0 {
         header.push(' ');
     }
@@ -74,7 +79,8 @@ print(f"{t1 - t0} {t2 - t1} {py4dgeo.get_num_threads() if hasattr(py4dgeo, 'get_
 "#;
 
 fn main() {
-    let n: usize = std::env::var("TALUS_BENCH_POINTS").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000_000);
+    let n: usize =
+        std::env::var("TALUS_BENCH_POINTS").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000_000);
     let threads = rayon::current_num_threads();
     println!("M3C2 benchmark: {n} points per survey, {threads} threads");
     let t = Instant::now();
@@ -104,7 +110,10 @@ fn main() {
     println!();
     println!("| implementation | trees (s) | M3C2 (s) | core points/s | ratio |");
     println!("|---|---:|---:|---:|---:|");
-    println!("| talus-diff (kiddo, rayon) | {build:.2} | {ours:.2} | {:.0} | 1.00 |", cores.len() as f64 / ours);
+    println!(
+        "| talus-diff (kiddo, rayon) | {build:.2} | {ours:.2} | {:.0} | 1.00 |",
+        cores.len() as f64 / ours
+    );
 
     let probe = Command::new("python3").args(["-c", "import py4dgeo, numpy"]).output();
     if !matches!(&probe, Ok(o) if o.status.success()) {
@@ -116,9 +125,17 @@ fn main() {
     write_npy(&dir.path().join("post.npy"), &post);
     write_npy(&dir.path().join("cores.npy"), &cores);
     drop((pre, post));
-    let out = Command::new("python3").current_dir(dir.path()).args(["-c", PY]).arg(dir.path()).output().unwrap();
+    let out = Command::new("python3")
+        .current_dir(dir.path())
+        .args(["-c", PY])
+        .arg(dir.path())
+        .output()
+        .unwrap();
     if !out.status.success() {
-        println!("| py4dgeo | - | - | - | failed: {} |", String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or(""));
+        println!(
+            "| py4dgeo | - | - | - | failed: {} |",
+            String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")
+        );
         return;
     }
     let text = String::from_utf8_lossy(&out.stdout);
@@ -140,5 +157,7 @@ fn main() {
         }
     }
     println!();
-    println!("agreement: {both} core points defined in both, largest relative distance difference {worst:.2e}");
+    println!(
+        "agreement: {both} core points defined in both, largest relative distance difference {worst:.2e}"
+    );
 }

@@ -234,7 +234,10 @@ impl Config {
         non_negative("dod.pre_accuracy", d.pre_accuracy)?;
         non_negative("dod.post_accuracy", d.post_accuracy)?;
         if !(d.confidence > 0.0 && d.confidence < 1.0) {
-            return Err(Error::Config(format!("`dod.confidence` must be in (0, 1), got {}", d.confidence)));
+            return Err(Error::Config(format!(
+                "`dod.confidence` must be in (0, 1), got {}",
+                d.confidence
+            )));
         }
         if d.min_points < 1 {
             return Err(Error::Config("`dod.min_points` must be >= 1".into()));
@@ -253,7 +256,9 @@ impl Config {
             }
             let o = m.orientation;
             if !o.iter().all(|v| v.is_finite()) || o.iter().all(|v| *v == 0.0) {
-                return Err(Error::Config(format!("`m3c2.orientation` must be a non-zero vector, got {o:?}")));
+                return Err(Error::Config(format!(
+                    "`m3c2.orientation` must be a non-zero vector, got {o:?}"
+                )));
             }
             positive("m3c2.cylinder_radius", m.cylinder_radius)?;
             positive("m3c2.max_depth", m.max_depth)?;
@@ -267,7 +272,9 @@ impl Config {
         }
         let k = self.c2c.plane_neighbours;
         if self.c2c.enabled && (k == 1 || k == 2) {
-            return Err(Error::Config(format!("`c2c.plane_neighbours` must be 0 or >= 3, got {k}")));
+            return Err(Error::Config(format!(
+                "`c2c.plane_neighbours` must be 0 or >= 3, got {k}"
+            )));
         }
         Ok(())
     }

@@ -80,10 +80,8 @@ pub struct Surface {
 pub fn surface(grid: &Grid, pts: &[[f64; 3]], cfg: &DodConfig) -> Surface {
     let m = grid.len();
     // Counting sort of the elevations by cell (deterministic, O(n)).
-    let idx: Vec<u32> = pts
-        .iter()
-        .map(|p| grid.index_of(p[0], p[1]).map_or(u32::MAX, |i| i as u32))
-        .collect();
+    let idx: Vec<u32> =
+        pts.iter().map(|p| grid.index_of(p[0], p[1]).map_or(u32::MAX, |i| i as u32)).collect();
     let mut start = vec![0usize; m + 1];
     for &i in &idx {
         if i != u32::MAX {
@@ -112,7 +110,11 @@ pub fn surface(grid: &Grid, pts: &[[f64; 3]], cfg: &DodConfig) -> Surface {
             continue;
         }
         let mean = cell.iter().sum::<f64>() / k as f64;
-        let var = if k > 1 { cell.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (k - 1) as f64 } else { 0.0 };
+        let var = if k > 1 {
+            cell.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (k - 1) as f64
+        } else {
+            0.0
+        };
         se2[c] = var / k as f64;
         z[c] = match cfg.statistic {
             CellStatistic::Mean => mean,
@@ -167,7 +169,18 @@ pub fn difference(grid: Grid, pre: &[[f64; 3]], post: &[[f64; 3]], cfg: &DodConf
             significant[i] = dz[i].abs() > lod[i];
         }
     }
-    Dod { grid, pre: s_pre, post: s_post, dz, dz_error, lod, significant, random_var, systematic_var, z_score }
+    Dod {
+        grid,
+        pre: s_pre,
+        post: s_post,
+        dz,
+        dz_error,
+        lod,
+        significant,
+        random_var,
+        systematic_var,
+        z_score,
+    }
 }
 
 /// Quantile function of the standard normal distribution (Acklam's rational
@@ -181,8 +194,13 @@ pub fn normal_quantile(p: f64) -> f64 {
         -3.066479806614716e1,
         2.506628277459239,
     ];
-    const B: [f64; 5] =
-        [-5.447609879822406e1, 1.615858368580409e2, -1.556989798598866e2, 6.680131188771972e1, -1.328068155288572e1];
+    const B: [f64; 5] = [
+        -5.447609879822406e1,
+        1.615858368580409e2,
+        -1.556989798598866e2,
+        6.680131188771972e1,
+        -1.328068155288572e1,
+    ];
     const C: [f64; 6] = [
         -7.784894002430293e-3,
         -3.223964580411365e-1,
@@ -191,7 +209,8 @@ pub fn normal_quantile(p: f64) -> f64 {
         4.374664141464968,
         2.938163982698783,
     ];
-    const D: [f64; 4] = [7.784695709041462e-3, 3.224671290700398e-1, 2.445134137142996, 3.754408661907416];
+    const D: [f64; 4] =
+        [7.784695709041462e-3, 3.224671290700398e-1, 2.445134137142996, 3.754408661907416];
     let p_low = 0.02425;
     if p < p_low {
         let q = (-2.0 * p.ln()).sqrt();

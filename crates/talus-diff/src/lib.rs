@@ -158,7 +158,11 @@ pub fn filter_points(
         out.push(p);
     }
     if out.is_empty() {
-        return Err(Error::EmptyAfterFilter { path: path.to_path_buf(), classes: classes.to_vec(), total: x.len() });
+        return Err(Error::EmptyAfterFilter {
+            path: path.to_path_buf(),
+            classes: classes.to_vec(),
+            total: x.len(),
+        });
     }
     Ok(out)
 }
@@ -179,7 +183,8 @@ pub fn diff_clouds(
 ) -> Result<DiffResult, Error> {
     config.validate()?;
     let (bp, bq) = (bbox(&pre), bbox(&post));
-    let (xmin, ymin, xmax, ymax) = (bp[0].max(bq[0]), bp[1].max(bq[1]), bp[2].min(bq[2]), bp[3].min(bq[3]));
+    let (xmin, ymin, xmax, ymax) =
+        (bp[0].max(bq[0]), bp[1].max(bq[1]), bp[2].min(bq[2]), bp[3].min(bq[3]));
     if !(xmin <= xmax && ymin <= ymax) {
         return Err(Error::NoOverlap {
             pre: names.0.to_path_buf(),
@@ -203,8 +208,10 @@ pub fn diff_clouds(
     progress.finish();
 
     let ve = config.dod.volume_error;
-    let loss_cells: Vec<usize> = compared.iter().copied().filter(|&i| dod.significant[i] && dod.dz[i] < 0.0).collect();
-    let gain_cells: Vec<usize> = compared.iter().copied().filter(|&i| dod.significant[i] && dod.dz[i] > 0.0).collect();
+    let loss_cells: Vec<usize> =
+        compared.iter().copied().filter(|&i| dod.significant[i] && dod.dz[i] < 0.0).collect();
+    let gain_cells: Vec<usize> =
+        compared.iter().copied().filter(|&i| dod.significant[i] && dod.dz[i] > 0.0).collect();
     let loss = zones::volume_of(&dod, loss_cells.iter().copied(), ve);
     let gain = zones::volume_of(&dod, gain_cells.iter().copied(), ve);
     let a = grid.cell_area();
@@ -224,7 +231,9 @@ pub fn diff_clouds(
         let pre_cloud = pre_cloud.as_ref().expect("tree built");
         let cores: Vec<[f64; 3]> = match config.m3c2.core_points {
             config::CorePoints::All => pre_cloud.points.clone(),
-            config::CorePoints::Spacing => m3c2::subsample(&pre_cloud.points, config.m3c2.core_spacing),
+            config::CorePoints::Spacing => {
+                m3c2::subsample(&pre_cloud.points, config.m3c2.core_spacing)
+            }
             config::CorePoints::DodCells => (0..grid.len())
                 .filter(|&i| dod.pre.z[i].is_finite())
                 .map(|i| {
@@ -246,7 +255,8 @@ pub fn diff_clouds(
     if config.c2c.enabled {
         let post = post_points.as_ref().expect("post points");
         progress.start("c2c", post.len() as u64);
-        c2c_rows = c2c::c2c(pre_cloud.as_ref().expect("tree built"), post, config.c2c.plane_neighbours);
+        c2c_rows =
+            c2c::c2c(pre_cloud.as_ref().expect("tree built"), post, config.c2c.plane_neighbours);
         progress.inc(post.len() as u64);
         progress.finish();
         let mut d: Vec<f64> = c2c_rows.iter().map(|r| r.distance).collect();
@@ -303,7 +313,8 @@ fn median(v: &mut [f64]) -> f64 {
 
 /// The output files of a run in `out_dir`.
 pub fn output_paths(out_dir: &Path) -> [PathBuf; 5] {
-    ["dod.parquet", "zones.parquet", "m3c2.parquet", "c2c.parquet", "summary.json"].map(|n| out_dir.join(n))
+    ["dod.parquet", "zones.parquet", "m3c2.parquet", "c2c.parquet", "summary.json"]
+        .map(|n| out_dir.join(n))
 }
 
 /// Read two points tables, difference them, write every output into `out_dir`.
@@ -346,7 +357,8 @@ fn check_crs(
     post: &Path,
     b: &Option<Crs>,
 ) -> Result<Option<Crs>, Error> {
-    let label = |c: &Option<Crs>| c.as_ref().map_or_else(|| "an unknown CRS".to_string(), Crs::label);
+    let label =
+        |c: &Option<Crs>| c.as_ref().map_or_else(|| "an unknown CRS".to_string(), Crs::label);
     let same = match (a, b) {
         (Some(x), Some(y)) => x.same_as(y),
         (None, None) => true,

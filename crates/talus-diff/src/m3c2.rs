@@ -78,7 +78,12 @@ pub struct M3c2Row {
 
 /// PCA normal at `c` from `cloud` over `radii` (most planar fit), oriented along
 /// `orientation`; `None` when no radius gives a planar fit.
-pub fn normal_at(cloud: &Cloud, c: &[f64; 3], radii: &[f64], orientation: &[f64; 3]) -> Option<[f64; 3]> {
+pub fn normal_at(
+    cloud: &Cloud,
+    c: &[f64; 3],
+    radii: &[f64],
+    orientation: &[f64; 3],
+) -> Option<[f64; 3]> {
     let mut best = 0.0;
     let mut normal = None;
     for &r in radii {
@@ -210,7 +215,13 @@ pub fn m3c2(pre: &Cloud, post: &Cloud, cores: &[[f64; 3]], cfg: &M3c2Config) -> 
         .collect()
 }
 
-fn m3c2_one(pre: &Cloud, post: &Cloud, c: &[f64; 3], cfg: &M3c2Config, scratch: &mut Scratch) -> M3c2Row {
+fn m3c2_one(
+    pre: &Cloud,
+    post: &Cloud,
+    c: &[f64; 3],
+    cfg: &M3c2Config,
+    scratch: &mut Scratch,
+) -> M3c2Row {
     let mut row = M3c2Row {
         core: *c,
         normal: [f64::NAN; 3],
@@ -249,7 +260,8 @@ fn m3c2_one(pre: &Cloud, post: &Cloud, c: &[f64; 3], cfg: &M3c2Config, scratch: 
     }
     row.distance = b.centre - a.centre;
     row.uncertainty = 1.96
-        * ((a.spread * a.spread / a.n as f64 + b.spread * b.spread / b.n as f64).sqrt() + cfg.registration_error);
+        * ((a.spread * a.spread / a.n as f64 + b.spread * b.spread / b.n as f64).sqrt()
+            + cfg.registration_error);
     row.significant = row.distance.abs() > row.uncertainty;
     row
 }

@@ -3,7 +3,10 @@
 //! so a failed run leaves no partial set of outputs.
 
 use crate::{DiffResult, Error, output_paths};
-use arrow::array::{ArrayRef, BinaryArray, BooleanArray, Float64Array, Int32Array, RecordBatch, StringArray, UInt8Array, UInt32Array};
+use arrow::array::{
+    ArrayRef, BinaryArray, BooleanArray, Float64Array, Int32Array, RecordBatch, StringArray,
+    UInt8Array, UInt32Array,
+};
 use arrow::datatypes::Schema;
 use std::path::Path;
 use std::sync::Arc;
@@ -17,7 +20,8 @@ fn f64a(v: impl IntoIterator<Item = f64>) -> ArrayRef {
 }
 
 fn batch(path: &Path, schema: &Arc<Schema>, cols: Vec<ArrayRef>) -> Result<RecordBatch, Error> {
-    RecordBatch::try_new(schema.clone(), cols).map_err(|source| Error::Arrow { path: path.to_path_buf(), source })
+    RecordBatch::try_new(schema.clone(), cols)
+        .map_err(|source| Error::Arrow { path: path.to_path_buf(), source })
 }
 
 /// Write one table from row chunks.
@@ -53,7 +57,9 @@ pub(crate) fn write_all(
     let paths = output_paths(out_dir);
     let mut written: Vec<&Path> = Vec::new();
     let result = (|| {
-        let base = Provenance::new("diff", env!("CARGO_PKG_VERSION"), config).with_inputs(inputs)?.with_crs(crs.cloned());
+        let base = Provenance::new("diff", env!("CARGO_PKG_VERSION"), config)
+            .with_inputs(inputs)?
+            .with_crs(crs.cloned());
         write_dod(&paths[0], r, &base)?;
         written.push(&paths[0]);
         write_zones(&paths[1], r, &base, crs)?;
@@ -104,7 +110,12 @@ fn write_dod(path: &Path, r: &DiffResult, base: &Provenance) -> Result<(), Error
     })
 }
 
-fn write_zones(path: &Path, r: &DiffResult, base: &Provenance, crs: Option<&Crs>) -> Result<(), Error> {
+fn write_zones(
+    path: &Path,
+    r: &DiffResult,
+    base: &Provenance,
+    crs: Option<&Crs>,
+) -> Result<(), Error> {
     let zs = &r.zones;
     let mut bb = [f64::INFINITY, f64::INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY];
     let mut wkb = Vec::new();

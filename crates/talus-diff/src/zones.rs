@@ -130,7 +130,10 @@ pub fn find_zones(dod: &Dod, cfg: &ZonesConfig, volume_error: VolumeError) -> Ve
     let mut zones = Vec::new();
     for kind in [ZoneKind::Scar, ZoneKind::Deposit] {
         let mask: Vec<bool> = (0..g.len())
-            .map(|i| dod.significant[i] && if kind == ZoneKind::Scar { dod.dz[i] < 0.0 } else { dod.dz[i] > 0.0 })
+            .map(|i| {
+                dod.significant[i]
+                    && if kind == ZoneKind::Scar { dod.dz[i] < 0.0 } else { dod.dz[i] > 0.0 }
+            })
             .collect();
         let mut comps: Vec<Vec<usize>> = components(g, &mask, cfg.connectivity)
             .into_iter()
@@ -251,14 +254,16 @@ pub fn outline(grid: &Grid, cells: &[usize]) -> Vec<Vec<Vec<[f64; 2]>>> {
             let (from, to, dir) = edges[k];
             verts.push(from);
             let cand = out_edges[to];
-            let free: Vec<u32> = cand.iter().copied().filter(|&e| e != u32::MAX && !used[e as usize]).collect();
+            let free: Vec<u32> =
+                cand.iter().copied().filter(|&e| e != u32::MAX && !used[e as usize]).collect();
             let next = match free.len() {
                 0 => break, // back at the start
                 1 => free[0] as usize,
                 _ => {
                     // Diagonal vertex: turn left (keep hugging the current cell).
                     let left = (dir + 1) % 4;
-                    free.iter().copied().find(|&e| edges[e as usize].2 == left).unwrap_or(free[0]) as usize
+                    free.iter().copied().find(|&e| edges[e as usize].2 == left).unwrap_or(free[0])
+                        as usize
                 }
             };
             k = next;
@@ -287,13 +292,17 @@ pub fn outline(grid: &Grid, cells: &[usize]) -> Vec<Vec<Vec<[f64; 2]>>> {
             holes.push(ring);
         }
     }
-    let mut polys: Vec<Vec<Vec<[f64; 2]>>> = exteriors.iter().map(|(r, _)| vec![close(r)]).collect();
+    let mut polys: Vec<Vec<Vec<[f64; 2]>>> =
+        exteriors.iter().map(|(r, _)| vec![close(r)]).collect();
     for hole in holes {
         // A point just inside the hole: a quarter cell to the right of its first edge.
         let (p, q) = (hole[0], hole[1]);
         let len = ((q[0] - p[0]).powi(2) + (q[1] - p[1]).powi(2)).sqrt();
         let (dx, dy) = ((q[0] - p[0]) / len, (q[1] - p[1]) / len);
-        let t = [0.5 * (p[0] + q[0]) + 0.25 * grid.cell * dy, 0.5 * (p[1] + q[1]) - 0.25 * grid.cell * dx];
+        let t = [
+            0.5 * (p[0] + q[0]) + 0.25 * grid.cell * dy,
+            0.5 * (p[1] + q[1]) - 0.25 * grid.cell * dx,
+        ];
         let owner = exteriors
             .iter()
             .enumerate()
@@ -336,7 +345,8 @@ fn simplify(ring: &[[f64; 2]]) -> Vec<[f64; 2]> {
         }
     }
     // Start at the lowest-then-leftmost vertex so the output does not depend on tracing order.
-    if let Some(k) = (0..out.len()).min_by(|&i, &j| out[i][1].total_cmp(&out[j][1]).then(out[i][0].total_cmp(&out[j][0])))
+    if let Some(k) = (0..out.len())
+        .min_by(|&i, &j| out[i][1].total_cmp(&out[j][1]).then(out[i][0].total_cmp(&out[j][0])))
     {
         out.rotate_left(k);
     }
@@ -362,7 +372,9 @@ pub fn point_in_ring(p: [f64; 2], r: &[[f64; 2]]) -> bool {
     let mut j = n - 1;
     for i in 0..n {
         let (a, b) = (r[i], r[j]);
-        if (a[1] > p[1]) != (b[1] > p[1]) && p[0] < (b[0] - a[0]) * (p[1] - a[1]) / (b[1] - a[1]) + a[0] {
+        if (a[1] > p[1]) != (b[1] > p[1])
+            && p[0] < (b[0] - a[0]) * (p[1] - a[1]) / (b[1] - a[1]) + a[0]
+        {
             inside = !inside;
         }
         j = i;
@@ -394,10 +406,7 @@ mod tests {
     }
 
     fn area(polys: &[Vec<Vec<[f64; 2]>>]) -> f64 {
-        polys
-            .iter()
-            .map(|p| p.iter().map(|r| signed_area(&r[..r.len() - 1])).sum::<f64>())
-            .sum()
+        polys.iter().map(|p| p.iter().map(|r| signed_area(&r[..r.len() - 1])).sum::<f64>()).sum()
     }
 
     #[test]
@@ -453,7 +462,8 @@ mod tests {
         // every ring is simple: no repeated vertex except the closing one
         for q in &p {
             for r in q {
-                let mut v: Vec<_> = r[..r.len() - 1].iter().map(|p| (p[0] as i64, p[1] as i64)).collect();
+                let mut v: Vec<_> =
+                    r[..r.len() - 1].iter().map(|p| (p[0] as i64, p[1] as i64)).collect();
                 v.sort_unstable();
                 let n = v.len();
                 v.dedup();

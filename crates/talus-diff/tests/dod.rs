@@ -52,7 +52,14 @@ fn config() -> Config {
 #[test]
 fn survey_against_itself_has_no_change() {
     let p = plane(30_000, 1, 0.02);
-    let r = talus_diff::diff_clouds(&config(), p.clone(), p, (Path::new("a"), Path::new("b")), &NoProgress).unwrap();
+    let r = talus_diff::diff_clouds(
+        &config(),
+        p.clone(),
+        p,
+        (Path::new("a"), Path::new("b")),
+        &NoProgress,
+    )
+    .unwrap();
     assert!(r.dod.dz.iter().filter(|v| v.is_finite()).all(|v| *v == 0.0));
     assert_eq!(r.summary.cells_significant, 0);
     assert!(r.zones.is_empty());
@@ -67,7 +74,14 @@ fn survey_against_itself_has_no_change() {
 fn pit_and_mound_volumes_and_outlines() {
     let pre = plane(60_000, 2, 0.02);
     let post = collapse(&plane(60_000, 3, 0.02));
-    let r = talus_diff::diff_clouds(&config(), pre, post, (Path::new("a"), Path::new("b")), &NoProgress).unwrap();
+    let r = talus_diff::diff_clouds(
+        &config(),
+        pre,
+        post,
+        (Path::new("a"), Path::new("b")),
+        &NoProgress,
+    )
+    .unwrap();
     let s = &r.summary;
     // The plane is tilted: cell means carry a slope term but it cancels in dz on average.
     assert!((s.loss.volume - 1000.0).abs() < 3.0 * s.loss.error + 5.0, "{:?}", s.loss);
@@ -99,7 +113,9 @@ fn pit_and_mound_volumes_and_outlines() {
 
 fn write_points(path: &Path, pts: &[[f64; 3]], class: u8, crs: Option<Crs>) {
     let schema = Arc::new(talus_schema::points::core_schema());
-    let col = |k: usize| -> ArrayRef { Arc::new(Float64Array::from_iter_values(pts.iter().map(|p| p[k]))) };
+    let col = |k: usize| -> ArrayRef {
+        Arc::new(Float64Array::from_iter_values(pts.iter().map(|p| p[k])))
+    };
     let b = RecordBatch::try_new(
         schema.clone(),
         vec![col(0), col(1), col(2), Arc::new(UInt8Array::from(vec![class; pts.len()]))],
@@ -121,21 +137,26 @@ fn run_writes_every_output_with_contracts() {
     cfg.classes = vec![2];
     let s = talus_diff::run(&cfg, &a, &b, &out, &NoProgress).unwrap();
     assert_eq!(s.crs, "EPSG:32620");
-    let dod = talus_io::read_table(&out.join("dod.parquet"), &talus_schema::diff::dod_schema()).unwrap();
+    let dod =
+        talus_io::read_table(&out.join("dod.parquet"), &talus_schema::diff::dod_schema()).unwrap();
     assert_eq!(dod.num_rows(), s.grid.nx * s.grid.ny);
-    let grid: serde_json::Value = serde_json::from_str(&dod.metadata[talus_schema::diff::GRID_KEY]).unwrap();
+    let grid: serde_json::Value =
+        serde_json::from_str(&dod.metadata[talus_schema::diff::GRID_KEY]).unwrap();
     assert_eq!(grid["cell"], 1.0);
     assert_eq!(grid["nx"], s.grid.nx);
     let zone_id = dod.i32s("zone_id").unwrap();
     assert_eq!(zone_id.iter().filter(|&&z| z == 0).count(), 200);
-    let zones = talus_io::read_table(&out.join("zones.parquet"), &talus_schema::diff::zones_schema()).unwrap();
+    let zones =
+        talus_io::read_table(&out.join("zones.parquet"), &talus_schema::diff::zones_schema())
+            .unwrap();
     assert_eq!(zones.strings("kind").unwrap(), vec!["scar", "deposit"]);
     let geo: serde_json::Value = serde_json::from_str(&zones.metadata["geo"]).unwrap();
     assert_eq!(geo["columns"]["geometry"]["crs"]["id"]["code"], 32620);
     let polys = talus_io::geo::parse_wkb_polygons(&zones.binaries("geometry").unwrap()[0]).unwrap();
     assert_eq!(polys.len(), 1);
     talus_io::read_table(&out.join("m3c2.parquet"), &talus_schema::diff::m3c2_schema()).unwrap();
-    let c2c = talus_io::read_table(&out.join("c2c.parquet"), &talus_schema::diff::c2c_schema()).unwrap();
+    let c2c =
+        talus_io::read_table(&out.join("c2c.parquet"), &talus_schema::diff::c2c_schema()).unwrap();
     assert_eq!(c2c.num_rows(), 60_000);
     let summary: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
@@ -144,7 +165,11 @@ fn run_writes_every_output_with_contracts() {
     let out2 = dir.path().join("out2");
     talus_diff::run(&cfg, &a, &b, &out2, &NoProgress).unwrap();
     for f in ["dod.parquet", "zones.parquet", "m3c2.parquet", "c2c.parquet", "summary.json"] {
-        assert_eq!(std::fs::read(out.join(f)).unwrap(), std::fs::read(out2.join(f)).unwrap(), "{f}");
+        assert_eq!(
+            std::fs::read(out.join(f)).unwrap(),
+            std::fs::read(out2.join(f)).unwrap(),
+            "{f}"
+        );
     }
 }
 
@@ -182,7 +207,9 @@ fn bad_inputs_are_clear_errors_without_outputs() {
     write_points(&p("e.parquet"), &stripes(false), 2, None);
     write_points(&p("f.parquet"), &stripes(true), 2, None);
     let out3 = p("out3");
-    let e = talus_diff::run(&cfg, &p("e.parquet"), &p("f.parquet"), &out3, &NoProgress).unwrap_err().to_string();
+    let e = talus_diff::run(&cfg, &p("e.parquet"), &p("f.parquet"), &out3, &NoProgress)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("overlap is empty"), "{e}");
     assert!(!out3.exists());
     let mut bad = cfg.clone();
@@ -199,8 +226,10 @@ fn sparse_cylinders_are_flagged_not_fatal() {
     let mut cfg = config();
     cfg.m3c2.core_points = talus_diff::config::CorePoints::Spacing;
     cfg.m3c2.core_spacing = 5.0;
-    let r = talus_diff::diff_clouds(&cfg, pre, post, (Path::new("a"), Path::new("b")), &NoProgress).unwrap();
-    let flagged: Vec<_> = r.m3c2.iter().filter(|m| m.flag & talus_diff::m3c2::FLAG_FEW_POST != 0).collect();
+    let r = talus_diff::diff_clouds(&cfg, pre, post, (Path::new("a"), Path::new("b")), &NoProgress)
+        .unwrap();
+    let flagged: Vec<_> =
+        r.m3c2.iter().filter(|m| m.flag & talus_diff::m3c2::FLAG_FEW_POST != 0).collect();
     assert!(!flagged.is_empty());
     assert!(flagged.iter().all(|m| m.distance.is_nan() && !m.significant));
     assert!(r.m3c2.iter().any(|m| m.flag == 0));

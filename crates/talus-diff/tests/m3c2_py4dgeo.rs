@@ -43,9 +43,16 @@ fn compare(dir: &Path) {
     let post = Cloud::new(xyz(&dir.join("post.csv")));
     let cores = xyz(&dir.join("cores.csv"));
     let f = |k: &str| params[k].as_f64().unwrap();
-    for (stat, file) in [(M3c2Statistic::Mean, "py4dgeo_mean.csv"), (M3c2Statistic::Median, "py4dgeo_median.csv")] {
+    for (stat, file) in
+        [(M3c2Statistic::Mean, "py4dgeo_mean.csv"), (M3c2Statistic::Median, "py4dgeo_median.csv")]
+    {
         let cfg = M3c2Config {
-            normal_radii: params["normal_radii"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect(),
+            normal_radii: params["normal_radii"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_f64().unwrap())
+                .collect(),
             orientation: [0.0, 0.0, 1.0],
             cylinder_radius: f("cylinder_radius"),
             max_depth: f("max_depth"),
@@ -61,16 +68,38 @@ fn compare(dir: &Path) {
         for (k, (o, t)) in ours.iter().zip(&theirs).enumerate() {
             let (d, lod, s1, n1, s2, n2) = (t[0], t[1], t[2], t[3] as u32, t[4], t[5] as u32);
             for j in 0..3 {
-                assert!((o.normal[j] - t[6 + j]).abs() < 1e-9, "{file} core {k}: normal {:?} vs {:?}", o.normal, &t[6..]);
+                assert!(
+                    (o.normal[j] - t[6 + j]).abs() < 1e-9,
+                    "{file} core {k}: normal {:?} vs {:?}",
+                    o.normal,
+                    &t[6..]
+                );
             }
             assert_eq!((o.count1, o.count2), (n1, n2), "{file} core {k}: counts");
             if o.flag == 0 {
                 let sig_theirs = d.abs() > lod;
-                assert_eq!(o.significant, sig_theirs, "{file} core {k}: significance {o:?} vs {t:?}");
-                assert!(d.is_finite() && lod.is_finite(), "{file} core {k}: we have a distance, py4dgeo {t:?}");
-                assert!(close(o.distance, d, 1e-6), "{file} core {k}: distance {} vs {d}", o.distance);
-                assert!(close(o.uncertainty, lod, 1e-6), "{file} core {k}: LoD {} vs {lod}", o.uncertainty);
-                assert!(close(o.std_dev1, s1, 1e-6) && close(o.std_dev2, s2, 1e-6), "{file} core {k}: spreads");
+                assert_eq!(
+                    o.significant, sig_theirs,
+                    "{file} core {k}: significance {o:?} vs {t:?}"
+                );
+                assert!(
+                    d.is_finite() && lod.is_finite(),
+                    "{file} core {k}: we have a distance, py4dgeo {t:?}"
+                );
+                assert!(
+                    close(o.distance, d, 1e-6),
+                    "{file} core {k}: distance {} vs {d}",
+                    o.distance
+                );
+                assert!(
+                    close(o.uncertainty, lod, 1e-6),
+                    "{file} core {k}: LoD {} vs {lod}",
+                    o.uncertainty
+                );
+                assert!(
+                    close(o.std_dev1, s1, 1e-6) && close(o.std_dev2, s2, 1e-6),
+                    "{file} core {k}: spreads"
+                );
                 both += 1;
             } else {
                 // Flagged: py4dgeo has no usable result either (an empty cylinder gives a NaN
@@ -78,7 +107,10 @@ fn compare(dir: &Path) {
                 // the median).
                 assert!(!o.significant && o.distance.is_nan());
                 assert!(n1 < 2 || n2 < 2, "{file} core {k}: flagged {o:?} but py4dgeo {t:?}");
-                assert!(!lod.is_finite() || stat == M3c2Statistic::Median, "{file} core {k}: {t:?}");
+                assert!(
+                    !lod.is_finite() || stat == M3c2Statistic::Median,
+                    "{file} core {k}: {t:?}"
+                );
                 flagged += 1;
             }
         }
@@ -98,7 +130,10 @@ fn fresh_py4dgeo_run_agrees() {
     match probe {
         Ok(o) if o.status.success() => {}
         Ok(o) => {
-            println!("SKIP: py4dgeo is not importable: {}", String::from_utf8_lossy(&o.stderr).trim());
+            println!(
+                "SKIP: py4dgeo is not importable: {}",
+                String::from_utf8_lossy(&o.stderr).trim()
+            );
             return;
         }
         Err(e) => {
@@ -113,6 +148,10 @@ fn fresh_py4dgeo_run_agrees() {
         .arg(dir.path())
         .output()
         .unwrap();
-    assert!(out.status.success(), "make_fixture.py failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "make_fixture.py failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     compare(dir.path());
 }

@@ -32,8 +32,15 @@ fn site_config() -> Config {
 fn volumes_and_scar_match_the_truth() {
     let dir = site_dir();
     let (pre_p, post_p) = (dir.join("pre.laz"), dir.join("post.laz"));
-    if !(pre_p.exists() && post_p.exists() && dir.join("truth.json").exists() && dir.join("truth.parquet").exists()) {
-        println!("SKIP: {} has no pre.laz/post.laz/truth.json/truth.parquet yet (run `talus synth`)", dir.display());
+    if !(pre_p.exists()
+        && post_p.exists()
+        && dir.join("truth.json").exists()
+        && dir.join("truth.parquet").exists())
+    {
+        println!(
+            "SKIP: {} has no pre.laz/post.laz/truth.json/truth.parquet yet (run `talus synth`)",
+            dir.display()
+        );
         return;
     }
     let cfg = site_config();
@@ -41,8 +48,11 @@ fn volumes_and_scar_match_the_truth() {
         let (x, y, z, c) = read_las(p);
         talus_diff::filter_points(p, &x, &y, &z, &c, &cfg.classes).unwrap()
     };
-    let r = talus_diff::diff_clouds(&cfg, load(&pre_p), load(&post_p), (&pre_p, &post_p), &NoProgress).unwrap();
-    let truth: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("truth.json")).unwrap()).unwrap();
+    let r =
+        talus_diff::diff_clouds(&cfg, load(&pre_p), load(&post_p), (&pre_p, &post_p), &NoProgress)
+            .unwrap();
+    let truth: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("truth.json")).unwrap()).unwrap();
     let tv = |k: &str| truth[k]["volume"].as_f64().unwrap();
     let scar = r.zones.iter().find(|z| z.kind == ZoneKind::Scar).expect("a scar");
     let dep = r.zones.iter().find(|z| z.kind == ZoneKind::Deposit).expect("a deposit");
@@ -66,11 +76,13 @@ fn volumes_and_scar_match_the_truth() {
     let dep_ok = (dep.volume.volume - tv("deposit")).abs() <= 3.0 * dep.volume.error;
 
     // IoU on the truth grid: truth cells in the scar vs truth cell centres inside our outline.
-    let t = talus_io::read_table(&dir.join("truth.parquet"), &arrow::datatypes::Schema::empty()).unwrap();
+    let t = talus_io::read_table(&dir.join("truth.parquet"), &arrow::datatypes::Schema::empty())
+        .unwrap();
     let (x, y, in_scar) = (t.f64s("x").unwrap(), t.f64s("y").unwrap(), t.bools("in_scar").unwrap());
     let inside = |p: [f64; 2]| {
         scar.polygons.iter().any(|poly| {
-            talus_diff::zones::point_in_ring(p, &poly[0]) && !poly[1..].iter().any(|h| talus_diff::zones::point_in_ring(p, h))
+            talus_diff::zones::point_in_ring(p, &poly[0])
+                && !poly[1..].iter().any(|h| talus_diff::zones::point_in_ring(p, h))
         })
     };
     let (mut inter, mut union) = (0usize, 0usize);
