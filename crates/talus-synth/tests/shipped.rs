@@ -45,3 +45,41 @@ fn shipped_site_regenerates_byte_identically() {
     let scar = doc["scar"]["volume"].as_f64().unwrap();
     assert!((scar - 8.0e5).abs() < 8.0, "{scar}");
 }
+
+#[test]
+fn site_file_synth_table_is_the_shipped_config() {
+    // Every key of `[synth]` in pipelines/piton-marcel.toml equals the configuration
+    // recorded in truth.json (TOML read by Python's tomllib; Rust-side, the CLI's loader
+    // deserialises the same table into `Config`).
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let script = r#"
+import sys, json, tomllib
+t = tomllib.load(open(sys.argv[1], 'rb'))['synth']
+c = json.load(open(sys.argv[2]))['config']
+def chk(a, b, p=''):
+    for k, v in a.items():
+        if isinstance(v, dict):
+            chk(v, b[k], p + k + '.')
+        elif b[k] != v:
+            sys.exit(f'{p}{k}: site file {v!r} != truth.json {b[k]!r}')
+chk(t, c)
+"#;
+    let site = root.join("pipelines/piton-marcel.toml");
+    let truth = data_dir().join("truth.json");
+    let out = match std::process::Command::new("python3")
+        .args(["-c", script, site.to_str().unwrap(), truth.to_str().unwrap()])
+        .output()
+    {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("skipped: python3 not available ({e})");
+            return;
+        }
+    };
+    let err = String::from_utf8_lossy(&out.stderr);
+    if err.contains("No module named 'tomllib'") {
+        eprintln!("skipped: python3 has no tomllib (needs Python 3.11)");
+        return;
+    }
+    assert!(out.status.success(), "{err}");
+}
