@@ -141,8 +141,10 @@ pub struct TorqueFree {
     motion: Motion,
 }
 
-/// The branch of the closed form, chosen once from the initial state.
+/// The branch of the closed form, chosen once from the initial state. (Built on the stack
+/// once per `advance`; never stored in bulk, so the large elliptic variant is fine.)
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 enum Motion {
     /// Three equal moments, zero ω, or steady spin about a principal axis: ω constant.
     Steady,
@@ -175,7 +177,7 @@ impl Frame {
         [self.flip * v[self.perm[0]], v[self.perm[1]], v[self.perm[2]]]
     }
 
-    fn from_sorted(self, w: [f64; 3]) -> Vector3<f64> {
+    fn to_original(self, w: [f64; 3]) -> Vector3<f64> {
         let mut v = Vector3::zeros();
         v[self.perm[0]] = self.flip * w[0];
         v[self.perm[1]] = w[1];
@@ -291,12 +293,12 @@ impl TorqueFree {
                 } else {
                     [amp[0] * dn, amp[1] * sn, amp[2] * cn]
                 };
-                frame.from_sorted(w)
+                frame.to_original(w)
             }
             Motion::Separatrix { frame, amp, lambda, u0 } => {
                 let u = u0 + lambda * t;
                 let sech = 1.0 / u.cosh();
-                frame.from_sorted([amp[0] * sech, amp[1] * u.tanh(), amp[2] * sech])
+                frame.to_original([amp[0] * sech, amp[1] * u.tanh(), amp[2] * sech])
             }
         }
     }
@@ -466,6 +468,8 @@ impl Jacobi {
 }
 
 #[cfg(test)]
+// The reference tables keep mpmath's 20 digits.
+#[allow(clippy::excessive_precision)]
 mod tests {
     use super::*;
 
