@@ -94,9 +94,13 @@ pub enum SeedError {
     Input { path: PathBuf, message: String },
     #[error("{path}: the scar is empty: {message}")]
     EmptyScar { path: PathBuf, message: String },
-    #[error("no block of {size:?} m fits in the void ({volume:.1} m³ over {cells} scar cells): use smaller blocks")]
+    #[error(
+        "no block of {size:?} m fits in the void ({volume:.1} m³ over {cells} scar cells): use smaller blocks"
+    )]
     NothingFits { size: [f64; 3], volume: f64, cells: usize },
-    #[error("{path}: the post-event surface is above the pre-event one in {crossing} of {cells} scar cells (more than max_crossing_fraction = {max})")]
+    #[error(
+        "{path}: the post-event surface is above the pre-event one in {crossing} of {cells} scar cells (more than max_crossing_fraction = {max})"
+    )]
     Crossing { path: PathBuf, crossing: usize, cells: usize, max: f64 },
 }
 
@@ -122,7 +126,9 @@ impl Config {
         if self.lattice == 0 || self.lattice > 256 {
             return bad("lattice must be in 1..=256".into());
         }
-        if !(self.gap >= 0.0 && self.gap.is_finite()) || !(self.clearance >= 0.0 && self.clearance.is_finite()) {
+        if !(self.gap >= 0.0 && self.gap.is_finite())
+            || !(self.clearance >= 0.0 && self.clearance.is_finite())
+        {
             return bad("gap and clearance must be >= 0 m".into());
         }
         if self.azimuth.is_some_and(|a| !a.is_finite()) {
@@ -169,12 +175,17 @@ pub struct Summary {
 
 /// Read the void: the DoD grid restricted to the scar polygons. Returns the void, the
 /// scar outline index and the DoD's CRS.
-pub fn read_void(config: &Config, dod: &Path, zones: &Path) -> Result<(Void, Outline, Option<talus_io::Crs>), SeedError> {
+pub fn read_void(
+    config: &Config,
+    dod: &Path,
+    zones: &Path,
+) -> Result<(Void, Outline, Option<talus_io::Crs>), SeedError> {
     let zt = talus_io::read_table(zones, &talus_schema::diff::zones_schema())?;
     let (ids, kinds, geoms) = (zt.i32s("zone_id")?, zt.strings("kind")?, zt.binaries("geometry")?);
     let mut polygons = Vec::new();
     for i in 0..ids.len() {
-        if kinds[i] != "scar" || !(config.zone_ids.is_empty() || config.zone_ids.contains(&ids[i])) {
+        if kinds[i] != "scar" || !(config.zone_ids.is_empty() || config.zone_ids.contains(&ids[i]))
+        {
             continue;
         }
         let p = talus_io::geo::parse_wkb_polygons(&geoms[i]).ok_or_else(|| SeedError::Input {
@@ -186,7 +197,11 @@ pub fn read_void(config: &Config, dod: &Path, zones: &Path) -> Result<(Void, Out
     if polygons.is_empty() {
         return Err(SeedError::EmptyScar {
             path: zones.to_path_buf(),
-            message: if config.zone_ids.is_empty() { "no zone of kind `scar`".into() } else { format!("no scar zone among {:?}", config.zone_ids) },
+            message: if config.zone_ids.is_empty() {
+                "no zone of kind `scar`".into()
+            } else {
+                format!("no scar zone among {:?}", config.zone_ids)
+            },
         });
     }
     let dt = talus_io::read_table(dod, &talus_schema::diff::dod_schema())?;
@@ -196,18 +211,28 @@ pub fn read_void(config: &Config, dod: &Path, zones: &Path) -> Result<(Void, Out
         .and_then(|g| serde_json::from_str(g).ok())
         .ok_or_else(|| SeedError::Input {
             path: dod.to_path_buf(),
-            message: format!("no valid grid geometry under the `{}` metadata key", talus_schema::diff::GRID_KEY),
+            message: format!(
+                "no valid grid geometry under the `{}` metadata key",
+                talus_schema::diff::GRID_KEY
+            ),
         })?;
     if !(positive(grid.cell) && grid.nx > 0 && grid.ny > 0) {
-        return Err(SeedError::Input { path: dod.to_path_buf(), message: format!("bad grid geometry {grid:?}") });
+        return Err(SeedError::Input {
+            path: dod.to_path_buf(),
+            message: format!("bad grid geometry {grid:?}"),
+        });
     }
-    let (rows, cols, zp, zq) = (dt.u32s("row")?, dt.u32s("col")?, dt.f64s("z_pre")?, dt.f64s("z_post")?);
+    let (rows, cols, zp, zq) =
+        (dt.u32s("row")?, dt.u32s("col")?, dt.f64s("z_pre")?, dt.f64s("z_post")?);
     let n = grid.nx * grid.ny;
     let (mut z_pre, mut z_post) = (vec![f64::NAN; n], vec![f64::NAN; n]);
     for i in 0..rows.len() {
         let (r, c) = (rows[i] as usize, cols[i] as usize);
         if r >= grid.ny || c >= grid.nx {
-            return Err(SeedError::Input { path: dod.to_path_buf(), message: format!("cell ({r}, {c}) outside the {} x {} grid", grid.ny, grid.nx) });
+            return Err(SeedError::Input {
+                path: dod.to_path_buf(),
+                message: format!("cell ({r}, {c}) outside the {} x {} grid", grid.ny, grid.nx),
+            });
         }
         z_pre[r * grid.nx + c] = zp[i];
         z_post[r * grid.nx + c] = zq[i];
@@ -218,7 +243,9 @@ pub fn read_void(config: &Config, dod: &Path, zones: &Path) -> Result<(Void, Out
         for c in 0..grid.nx {
             let i = r * grid.nx + c;
             let m = v.centre(r, c);
-            v.fillable[i] = v.z_pre[i].is_finite() && v.z_post[i].is_finite() && outline.contains(m[0], m[1], 0.0);
+            v.fillable[i] = v.z_pre[i].is_finite()
+                && v.z_post[i].is_finite()
+                && outline.contains(m[0], m[1], 0.0);
         }
     }
     Ok((v, outline, dt.provenance().crs))
@@ -232,29 +259,50 @@ pub struct Seeding {
 }
 
 /// Seed blocks into `void` (in memory). `path` names the DoD in errors.
-pub fn seed(config: &Config, void: &Void, outline: Option<&Outline>, path: &Path, progress: &dyn Progress) -> Result<Seeding, SeedError> {
+pub fn seed(
+    config: &Config,
+    void: &Void,
+    outline: Option<&Outline>,
+    path: &Path,
+    progress: &dyn Progress,
+) -> Result<Seeding, SeedError> {
     config.validate()?;
     let cells = void.fillable.iter().filter(|f| **f).count();
     if cells == 0 {
-        return Err(SeedError::EmptyScar { path: path.to_path_buf(), message: "no grid cell with both surfaces inside the scar".into() });
+        return Err(SeedError::EmptyScar {
+            path: path.to_path_buf(),
+            message: "no grid cell with both surfaces inside the scar".into(),
+        });
     }
     let crossing = void.crossing_cells();
     if crossing as f64 > config.max_crossing_fraction * cells as f64 {
-        return Err(SeedError::Crossing { path: path.to_path_buf(), crossing, cells, max: config.max_crossing_fraction });
+        return Err(SeedError::Crossing {
+            path: path.to_path_buf(),
+            crossing,
+            cells,
+            max: config.max_crossing_fraction,
+        });
     }
     let volume = void.volume();
     let azimuth = match config.azimuth {
         Some(a) => a.to_radians(),
         None => void::facing_azimuth(void).0,
     };
-    let sizes: Vec<[f64; 3]> = std::iter::once(config.size).chain(config.extra_sizes.iter().copied()).collect();
+    let sizes: Vec<[f64; 3]> =
+        std::iter::once(config.size).chain(config.extra_sizes.iter().copied()).collect();
     let run_at = |scale: f64| {
         let mut v = void.clone();
         let mut blocks = Vec::new();
         let mut classes = Vec::new();
         for s in &sizes {
             let size = [s[0] * scale, s[1] * scale, s[2] * scale];
-            let p = pack::Paving { size, azimuth, lattice: config.lattice, gap: config.gap, clearance: config.clearance };
+            let p = pack::Paving {
+                size,
+                azimuth,
+                lattice: config.lattice,
+                gap: config.gap,
+                clearance: config.clearance,
+            };
             let b = pack::pave(&mut v, outline, &p, config.stacking, progress);
             classes.push(ClassCount { size, blocks: b.len() });
             blocks.extend(b);
@@ -305,7 +353,9 @@ pub fn seed(config: &Config, void: &Void, outline: Option<&Outline>, path: &Path
 
 /// Blocks as a record batch of `talus_schema::blocks::schema()` (ids 0..n).
 pub fn blocks_batch(blocks: &[Block], density: f64) -> RecordBatch {
-    let f = |g: &dyn Fn(&Block) -> f64| -> ArrayRef { Arc::new(Float64Array::from_iter_values(blocks.iter().map(g))) };
+    let f = |g: &dyn Fn(&Block) -> f64| -> ArrayRef {
+        Arc::new(Float64Array::from_iter_values(blocks.iter().map(g)))
+    };
     let q = |b: &Block| *b.orientation.quaternion();
     let cols: Vec<ArrayRef> = vec![
         Arc::new(UInt32Array::from_iter_values(0..blocks.len() as u32)),
@@ -328,16 +378,28 @@ pub fn blocks_batch(blocks: &[Block], density: f64) -> RecordBatch {
         f(&|b| b.angular_velocity[1]),
         f(&|b| b.angular_velocity[2]),
         Arc::new(BooleanArray::from(vec![true; blocks.len()])),
-        Arc::new(BinaryArray::from_iter_values(blocks.iter().map(|b| talus_io::geo::wkb_point(b.centre[0], b.centre[1])))),
+        Arc::new(BinaryArray::from_iter_values(
+            blocks.iter().map(|b| talus_io::geo::wkb_point(b.centre[0], b.centre[1])),
+        )),
     ];
     RecordBatch::try_new(Arc::new(talus_schema::blocks::schema()), cols).expect("blocks schema")
 }
 
 /// Write blocks to a GeoParquet blocks file (atomic).
-pub fn write_blocks(path: &Path, blocks: &[Block], density: f64, prov: Provenance) -> Result<(), SeedError> {
+pub fn write_blocks(
+    path: &Path,
+    blocks: &[Block],
+    density: f64,
+    prov: Provenance,
+) -> Result<(), SeedError> {
     let mut bbox = [f64::INFINITY, f64::INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY];
     for b in blocks {
-        bbox = [bbox[0].min(b.centre[0]), bbox[1].min(b.centre[1]), bbox[2].max(b.centre[0]), bbox[3].max(b.centre[1])];
+        bbox = [
+            bbox[0].min(b.centre[0]),
+            bbox[1].min(b.centre[1]),
+            bbox[2].max(b.centre[0]),
+            bbox[3].max(b.centre[1]),
+        ];
     }
     let geo = talus_io::geo::geo_metadata("geometry", &["Point"], prov.crs.as_ref(), Some(bbox));
     let prov = prov.with_extra(talus_io::geo::GEO_KEY, geo);
@@ -358,7 +420,9 @@ pub fn read_blocks(path: &Path) -> Result<(Vec<Block>, Vec<f64>), SeedError> {
         .map(|i| Block {
             size: [a[i], b[i], c[i]],
             centre: [x[i], y[i], z[i]],
-            orientation: UnitQuaternion::new_unchecked(nalgebra::Quaternion::new(qw[i], qx[i], qy[i], qz[i])),
+            orientation: UnitQuaternion::new_unchecked(nalgebra::Quaternion::new(
+                qw[i], qx[i], qy[i], qz[i],
+            )),
             velocity: [vx[i], vy[i], vz[i]],
             angular_velocity: [wx[i], wy[i], wz[i]],
         })
@@ -368,7 +432,14 @@ pub fn read_blocks(path: &Path) -> Result<(Vec<Block>, Vec<f64>), SeedError> {
 
 /// Run the stage: DoD + zones -> blocks file. With `export_thesis`, also write the
 /// blocks in the thesis's format into that directory.
-pub fn run(config: &Config, dod: &Path, zones: &Path, out: &Path, export_thesis: Option<&Path>, progress: &dyn Progress) -> Result<Summary, SeedError> {
+pub fn run(
+    config: &Config,
+    dod: &Path,
+    zones: &Path,
+    out: &Path,
+    export_thesis: Option<&Path>,
+    progress: &dyn Progress,
+) -> Result<Summary, SeedError> {
     config.validate()?;
     let (void, outline, crs) = read_void(config, dod, zones)?;
     let s = seed(config, &void, Some(&outline), dod, progress)?;
@@ -392,7 +463,13 @@ pub struct ImportSummary {
 }
 
 /// Import the thesis's `size_N.data`/`position_N.data` from `dir` into a blocks file.
-pub fn import_thesis(config: &Config, dir: &Path, n: usize, out: &Path, export_thesis: Option<&Path>) -> Result<ImportSummary, SeedError> {
+pub fn import_thesis(
+    config: &Config,
+    dir: &Path,
+    n: usize,
+    out: &Path,
+    export_thesis: Option<&Path>,
+) -> Result<ImportSummary, SeedError> {
     config.validate()?;
     if n == 0 {
         return Err(SeedError::Config("--thesis-n must be >= 1".into()));

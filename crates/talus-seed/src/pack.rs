@@ -70,7 +70,9 @@ fn spacing(e: f64, gap: f64, h: f64) -> usize {
 }
 
 /// How blocks are stacked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Stacking {
     /// Vertical columns: one footprint layout, each column stacked from its own floor.
@@ -85,7 +87,13 @@ pub enum Stacking {
 /// Pave `void` (cells touched by blocks have their floor raised to the top of the
 /// highest block over them, so a later size class only uses what is left). Returns the
 /// blocks in strip, column, level order.
-pub fn pave(void: &mut Void, outline: Option<&Outline>, p: &Paving, stacking: Stacking, progress: &dyn talus_io::Progress) -> Vec<Block> {
+pub fn pave(
+    void: &mut Void,
+    outline: Option<&Outline>,
+    p: &Paving,
+    stacking: Stacking,
+    progress: &dyn talus_io::Progress,
+) -> Vec<Block> {
     let [a, b, c] = p.size;
     let (e1, e2) = ([p.azimuth.cos(), p.azimuth.sin()], [-p.azimuth.sin(), p.azimuth.cos()]);
     let g = void.grid;
@@ -138,7 +146,10 @@ pub fn pave(void: &mut Void, outline: Option<&Outline>, p: &Paving, stacking: St
                 .map(|i| {
                     let ctr = centre(i, j);
                     match v.column(ctr, e1, e2, half, TOL) {
-                        Some(col) if col.ceiling - col.floor - p.clearance >= c - TOL && corners_inside(ctr) => {
+                        Some(col)
+                            if col.ceiling - col.floor - p.clearance >= c - TOL
+                                && corners_inside(ctr) =>
+                        {
                             (col.floor + p.clearance, col.ceiling)
                         }
                         _ => (f64::INFINITY, f64::NEG_INFINITY),
@@ -152,8 +163,10 @@ pub fn pave(void: &mut Void, outline: Option<&Outline>, p: &Paving, stacking: St
     progress.finish();
     // Best layout for a value function over footprints: (blocks, [(j, [i])]).
     let layout = |val: &(dyn Fn(usize, usize) -> u32 + Sync)| {
-        let strips: Vec<(u64, Vec<usize>)> =
-            (0..nv).into_par_iter().map(|j| select(&(0..nu).map(|i| val(i, j)).collect::<Vec<_>>(), ku)).collect();
+        let strips: Vec<(u64, Vec<usize>)> = (0..nv)
+            .into_par_iter()
+            .map(|j| select(&(0..nu).map(|i| val(i, j)).collect::<Vec<_>>(), ku))
+            .collect();
         let row_vals: Vec<u32> = strips.iter().map(|s| s.0 as u32).collect();
         let (total, rows) = select(&row_vals, kv);
         (total, rows.into_iter().map(|j| (j, strips[j].1.clone())).collect::<Vec<_>>())
@@ -241,7 +254,9 @@ fn raise_floor(void: &mut Void, c: [f64; 2], e1: [f64; 2], e2: [f64; 2], h: [f64
         for cc in c0..=c1 {
             let m = void.centre(r, cc);
             let d = [m[0] - c[0], m[1] - c[1]];
-            if (d[0] * e1[0] + d[1] * e1[1]).abs() >= h1 + s1 || (d[0] * e2[0] + d[1] * e2[1]).abs() >= h2 + s2 {
+            if (d[0] * e1[0] + d[1] * e1[1]).abs() >= h1 + s1
+                || (d[0] * e2[0] + d[1] * e2[1]).abs() >= h2 + s2
+            {
                 continue;
             }
             let i = r * g.nx + cc;

@@ -8,8 +8,8 @@
 //! thesis printed with 12 significant digits, so is orthonormal to ~1e-12 only); written
 //! back they agree with the file to that precision.
 
-use crate::boxes::Block;
 use crate::SeedError;
+use crate::boxes::Block;
 use nalgebra::{Matrix3, Rotation3, UnitQuaternion, Vector3};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -20,11 +20,15 @@ pub fn paths(dir: &Path, n: usize) -> (PathBuf, PathBuf) {
 }
 
 fn bad(path: &Path, line: usize, message: impl Into<String>) -> SeedError {
-    SeedError::Input { path: path.to_path_buf(), message: format!("line {line}: {}", message.into()) }
+    SeedError::Input {
+        path: path.to_path_buf(),
+        message: format!("line {line}: {}", message.into()),
+    }
 }
 
 fn triples(path: &Path) -> Result<Vec<[f64; 3]>, SeedError> {
-    let text = std::fs::read_to_string(path).map_err(|source| talus_io::IoError::Os { path: path.to_path_buf(), source })?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|source| talus_io::IoError::Os { path: path.to_path_buf(), source })?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -32,7 +36,9 @@ fn triples(path: &Path) -> Result<Vec<[f64; 3]>, SeedError> {
         }
         let v: Vec<f64> = line
             .split_whitespace()
-            .map(|t| t.parse::<f64>().map_err(|_| bad(path, i + 1, format!("`{t}` is not a number"))))
+            .map(|t| {
+                t.parse::<f64>().map_err(|_| bad(path, i + 1, format!("`{t}` is not a number")))
+            })
             .collect::<Result<_, _>>()?;
         if v.len() != 3 || !v.iter().all(|x| x.is_finite()) {
             return Err(bad(path, i + 1, "expected three finite numbers"));
@@ -59,7 +65,11 @@ pub fn read(dir: &Path, n: usize) -> Result<Vec<Block>, SeedError> {
         return Err(bad(&sp, sizes.len(), format!("{} solids, expected N = {n}", sizes.len())));
     }
     if pos.len() != 6 * n {
-        return Err(bad(&pp, pos.len(), format!("{} lines of three numbers, expected 6 N = {}", pos.len(), 6 * n)));
+        return Err(bad(
+            &pp,
+            pos.len(),
+            format!("{} lines of three numbers, expected 6 N = {}", pos.len(), 6 * n),
+        ));
     }
     let mut blocks = Vec::with_capacity(n);
     for s in 0..n {
@@ -67,10 +77,17 @@ pub fn read(dir: &Path, n: usize) -> Result<Vec<Block>, SeedError> {
             return Err(bad(&sp, s + 1, "non-positive block size"));
         }
         let l = &pos[6 * s..6 * s + 6];
-        let m = Matrix3::from_columns(&[Vector3::from(l[3]), Vector3::from(l[4]), Vector3::from(l[5])]);
+        let m =
+            Matrix3::from_columns(&[Vector3::from(l[3]), Vector3::from(l[4]), Vector3::from(l[5])]);
         let err = (m.transpose() * m - Matrix3::identity()).abs().max();
         if err > 1e-6 || m.determinant() < 0.0 {
-            return Err(bad(&pp, 6 * s + 4, format!("axes of solid {s} are not a right-handed orthonormal frame (error {err:.2e})")));
+            return Err(bad(
+                &pp,
+                6 * s + 4,
+                format!(
+                    "axes of solid {s} are not a right-handed orthonormal frame (error {err:.2e})"
+                ),
+            ));
         }
         blocks.push(Block {
             size: sizes[s],

@@ -57,7 +57,10 @@ impl Void {
     /// Volume to fill: `Σ (z_pre − z_post)⁺ · cell²` over fillable cells, m³.
     pub fn volume(&self) -> f64 {
         let a = self.grid.cell * self.grid.cell;
-        (0..self.fillable.len()).filter(|&i| self.fillable[i]).map(|i| self.thickness(i).max(0.0) * a).sum()
+        (0..self.fillable.len())
+            .filter(|&i| self.fillable[i])
+            .map(|i| self.thickness(i).max(0.0) * a)
+            .sum()
     }
 
     /// Fillable cells where the post-event surface is above the pre-event one.
@@ -69,7 +72,14 @@ impl Void {
     /// sizes `h` (m), shrunk by `tol` so that rectangles sharing a cell edge do not touch
     /// the neighbouring cell. `None` when it touches a cell that is not fillable or lies
     /// off the grid.
-    pub fn column(&self, c: [f64; 2], e1: [f64; 2], e2: [f64; 2], h: [f64; 2], tol: f64) -> Option<Column> {
+    pub fn column(
+        &self,
+        c: [f64; 2],
+        e1: [f64; 2],
+        e2: [f64; 2],
+        h: [f64; 2],
+        tol: f64,
+    ) -> Option<Column> {
         let g = &self.grid;
         let (h1, h2) = (h[0] - tol, h[1] - tol);
         let ex = h1 * e1[0].abs() + h2 * e2[0].abs();
@@ -94,7 +104,9 @@ impl Void {
                     // Separating axes of a square and a rectangle: x, y (covered by the
                     // bounding box), e1, e2.
                     let d = [m[0] - c[0], m[1] - c[1]];
-                    if (d[0] * e1[0] + d[1] * e1[1]).abs() >= h1 + s1 || (d[0] * e2[0] + d[1] * e2[1]).abs() >= h2 + s2 {
+                    if (d[0] * e1[0] + d[1] * e1[1]).abs() >= h1 + s1
+                        || (d[0] * e2[0] + d[1] * e2[1]).abs() >= h2 + s2
+                    {
                         continue;
                     }
                 }
@@ -173,7 +185,8 @@ impl Outline {
             let [ax, ay, bx, by] = self.edges[i as usize];
             let (dx, dy) = (bx - ax, by - ay);
             let l2 = dx * dx + dy * dy;
-            let t = if l2 > 0.0 { (((x - ax) * dx + (y - ay) * dy) / l2).clamp(0.0, 1.0) } else { 0.0 };
+            let t =
+                if l2 > 0.0 { (((x - ax) * dx + (y - ay) * dy) / l2).clamp(0.0, 1.0) } else { 0.0 };
             (ax + t * dx - x).powi(2) + (ay + t * dy - y).powi(2) <= tol * tol
         })
     }

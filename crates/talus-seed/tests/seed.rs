@@ -1,7 +1,10 @@
 //! Seeding: exact fill of a box-shaped void, containment and non-overlap on a cliff-like
 //! scar, size classes, target count, bad input, and the stage's files.
 
-use arrow::array::{ArrayRef, BinaryArray, BooleanArray, Float64Array, Int32Array, RecordBatch, StringArray, UInt32Array};
+use arrow::array::{
+    ArrayRef, BinaryArray, BooleanArray, Float64Array, Int32Array, RecordBatch, StringArray,
+    UInt32Array,
+};
 use std::path::Path;
 use std::sync::Arc;
 use talus_io::NoProgress;
@@ -10,7 +13,12 @@ use talus_seed::void::{GridGeometry, Outline, Void};
 use talus_seed::{Config, SeedError, seed};
 
 /// A void on a grid from surface functions, fillable inside `polygon`.
-fn make_void(grid: GridGeometry, pre: impl Fn(f64, f64) -> f64, post: impl Fn(f64, f64) -> f64, polygon: &[[f64; 2]]) -> (Void, Outline) {
+fn make_void(
+    grid: GridGeometry,
+    pre: impl Fn(f64, f64) -> f64,
+    post: impl Fn(f64, f64) -> f64,
+    polygon: &[[f64; 2]],
+) -> (Void, Outline) {
     let n = grid.nx * grid.ny;
     let mut v = Void { grid, z_pre: vec![0.0; n], z_post: vec![0.0; n], fillable: vec![false; n] };
     let outline = Outline::new(&[vec![polygon.to_vec()]], grid.cell);
@@ -31,7 +39,9 @@ fn assert_disjoint(blocks: &[Block]) {
     for i in 0..blocks.len() {
         for j in i + 1..blocks.len() {
             let (p, q) = (&blocks[i], &blocks[j]);
-            let reach = |b: &Block| 0.5 * (b.size[0].powi(2) + b.size[1].powi(2) + b.size[2].powi(2)).sqrt();
+            let reach = |b: &Block| {
+                0.5 * (b.size[0].powi(2) + b.size[1].powi(2) + b.size[2].powi(2)).sqrt()
+            };
             let d2: f64 = (0..3).map(|k| (p.centre[k] - q.centre[k]).powi(2)).sum();
             if d2.sqrt() < reach(p) + reach(q) {
                 assert!(!boxes_overlap(p, q, 1e-6), "blocks {i} and {j} overlap: {p:?} {q:?}");
@@ -54,7 +64,12 @@ fn assert_corners_inside(blocks: &[Block], v: &Void, o: &Outline) {
                 if !v.fillable[i] {
                     continue;
                 }
-                assert!(p[2] >= v.z_post[i] - 1e-6 && p[2] <= v.z_pre[i] + 1e-6, "block {k}: corner {p:?} outside [{}, {}]", v.z_post[i], v.z_pre[i]);
+                assert!(
+                    p[2] >= v.z_post[i] - 1e-6 && p[2] <= v.z_pre[i] + 1e-6,
+                    "block {k}: corner {p:?} outside [{}, {}]",
+                    v.z_post[i],
+                    v.z_pre[i]
+                );
             }
         }
     }
@@ -106,7 +121,10 @@ fn cliff_scar_blocks_are_disjoint_contained_and_face_the_cliff() {
     for size in [[10.935, 9.636, 15.775], [8.852, 7.801, 12.771]] {
         let config = Config { size, ..Config::default() };
         let s = seed(&config, &v, Some(&o), Path::new("cliff"), &NoProgress).unwrap();
-        println!("cliff, {size:?}: {} blocks, fill {:.3} of {:.0} m³", s.summary.blocks, s.summary.fill_fraction, s.summary.volume_to_fill);
+        println!(
+            "cliff, {size:?}: {} blocks, fill {:.3} of {:.0} m³",
+            s.summary.blocks, s.summary.fill_fraction, s.summary.volume_to_fill
+        );
         assert!((s.summary.azimuth_deg - 30.0).abs() < 1e-6);
         assert_disjoint(&s.blocks);
         assert_corners_inside(&s.blocks, &v, &o);
@@ -124,7 +142,10 @@ fn size_classes_fill_more_and_target_count_is_met() {
     let s1 = seed(&one, &v, Some(&o), Path::new("c"), &NoProgress).unwrap();
     let two = Config { extra_sizes: vec![[5.0, 4.5, 7.5], [2.5, 2.2, 3.7]], ..Config::default() };
     let s2 = seed(&two, &v, Some(&o), Path::new("c"), &NoProgress).unwrap();
-    println!("one class {:.3}, three classes {:.3} ({:?})", s1.summary.fill_fraction, s2.summary.fill_fraction, s2.summary.classes);
+    println!(
+        "one class {:.3}, three classes {:.3} ({:?})",
+        s1.summary.fill_fraction, s2.summary.fill_fraction, s2.summary.classes
+    );
     assert!(s2.summary.fill_fraction > s1.summary.fill_fraction);
     assert_eq!(s2.summary.classes[0].blocks, s1.summary.blocks);
     assert_disjoint(&s2.blocks);
@@ -147,13 +168,27 @@ fn bad_voids_are_clear_errors() {
     assert!(matches!(e, SeedError::NothingFits { .. }), "{e}");
     assert!(e.to_string().contains("smaller blocks"));
     let tall = Config { size: [3.0, 3.0, 10.5], ..Config::default() };
-    assert!(matches!(seed(&tall, &v, Some(&o), Path::new("d"), &NoProgress), Err(SeedError::NothingFits { .. })));
-    for bad in [Config { size: [0.0, 1.0, 1.0], ..Config::default() }, Config { density: -1.0, ..Config::default() }, Config { extra_sizes: vec![[1.0, f64::NAN, 1.0]], ..Config::default() }] {
-        assert!(matches!(seed(&bad, &v, Some(&o), Path::new("d"), &NoProgress), Err(SeedError::Config(_))));
+    assert!(matches!(
+        seed(&tall, &v, Some(&o), Path::new("d"), &NoProgress),
+        Err(SeedError::NothingFits { .. })
+    ));
+    for bad in [
+        Config { size: [0.0, 1.0, 1.0], ..Config::default() },
+        Config { density: -1.0, ..Config::default() },
+        Config { extra_sizes: vec![[1.0, f64::NAN, 1.0]], ..Config::default() },
+    ] {
+        assert!(matches!(
+            seed(&bad, &v, Some(&o), Path::new("d"), &NoProgress),
+            Err(SeedError::Config(_))
+        ));
     }
     // Empty scar.
-    let (e_v, e_o) = make_void(grid, |_, _| 10.0, |_, _| 0.0, &[[50.0, 50.0], [60.0, 50.0], [60.0, 60.0]]);
-    assert!(matches!(seed(&Config::default(), &e_v, Some(&e_o), Path::new("d"), &NoProgress), Err(SeedError::EmptyScar { .. })));
+    let (e_v, e_o) =
+        make_void(grid, |_, _| 10.0, |_, _| 0.0, &[[50.0, 50.0], [60.0, 50.0], [60.0, 60.0]]);
+    assert!(matches!(
+        seed(&Config::default(), &e_v, Some(&e_o), Path::new("d"), &NoProgress),
+        Err(SeedError::EmptyScar { .. })
+    ));
     // Crossing surfaces: a few cells are a warning with their count, many an error.
     let (c_v, c_o) = make_void(grid, |_, _| 10.0, |x, _| if x < 3.0 { 11.0 } else { 0.0 }, &rect);
     let small = Config { size: [2.0, 2.0, 3.0], ..Config::default() };
@@ -164,7 +199,12 @@ fn bad_voids_are_clear_errors() {
     assert_eq!(s.summary.crossing_cells, 10);
 }
 
-fn write_diff(dir: &Path, v: &Void, polygon: &[[f64; 2]], kind: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+fn write_diff(
+    dir: &Path,
+    v: &Void,
+    polygon: &[[f64; 2]],
+    kind: &str,
+) -> (std::path::PathBuf, std::path::PathBuf) {
     let g = v.grid;
     let n = g.nx * g.ny;
     let f = |vals: Vec<f64>| -> ArrayRef { Arc::new(Float64Array::from(vals)) };
@@ -192,7 +232,9 @@ fn write_diff(dir: &Path, v: &Void, polygon: &[[f64; 2]], kind: &str) -> (std::p
     .unwrap();
     let grid = serde_json::to_string(&g).unwrap();
     let crs = Some(talus_io::Crs::from_epsg(32620));
-    let prov = talus_io::Provenance::new("diff", "0", &0).with_crs(crs.clone()).with_extra(talus_schema::diff::GRID_KEY, grid);
+    let prov = talus_io::Provenance::new("diff", "0", &0)
+        .with_crs(crs.clone())
+        .with_extra(talus_schema::diff::GRID_KEY, grid);
     let dod = dir.join("dod.parquet");
     talus_io::write_parquet(&dod, batch.schema(), &[batch], &prov).unwrap();
     let zb = RecordBatch::try_new(
@@ -208,12 +250,20 @@ fn write_diff(dir: &Path, v: &Void, polygon: &[[f64; 2]], kind: &str) -> (std::p
             f(vec![0.0]),
             f(vec![0.0]),
             f(vec![0.0]),
-            Arc::new(BinaryArray::from_vec(vec![&talus_io::geo::wkb_polygon(&[polygon.to_vec()])[..]])),
+            Arc::new(BinaryArray::from_vec(vec![
+                &talus_io::geo::wkb_polygon(&[polygon.to_vec()])[..],
+            ])),
         ],
     )
     .unwrap();
     let zones = dir.join("zones.parquet");
-    talus_io::write_parquet(&zones, zb.schema(), &[zb], &talus_io::Provenance::new("diff", "0", &0).with_crs(crs)).unwrap();
+    talus_io::write_parquet(
+        &zones,
+        zb.schema(),
+        &[zb],
+        &talus_io::Provenance::new("diff", "0", &0).with_crs(crs),
+    )
+    .unwrap();
     (dod, zones)
 }
 
@@ -226,13 +276,18 @@ fn stage_reads_the_diff_and_writes_geoparquet_blocks() {
     let (dod, zones) = write_diff(dir.path(), &v, &rect, "scar");
     let out = dir.path().join("blocks.parquet");
     let config = Config { size: [4.0, 3.0, 5.0], azimuth: Some(0.0), ..Config::default() };
-    let s = talus_seed::run(&config, &dod, &zones, &out, Some(&dir.path().join("thesis")), &NoProgress).unwrap();
+    let s =
+        talus_seed::run(&config, &dod, &zones, &out, Some(&dir.path().join("thesis")), &NoProgress)
+            .unwrap();
     assert_eq!((s.blocks, s.fill_fraction), (12, 1.0));
     let t = talus_io::read_table(&out, &talus_schema::blocks::schema()).unwrap();
     assert_eq!(t.num_rows(), 12);
     let geo: serde_json::Value = serde_json::from_str(&t.metadata["geo"]).unwrap();
     assert_eq!(geo["columns"]["geometry"]["crs"]["id"]["code"], 32620);
-    assert!(t.f64s("vx").unwrap().iter().all(|v| *v == 0.0) && t.bools("active").unwrap().iter().all(|a| *a));
+    assert!(
+        t.f64s("vx").unwrap().iter().all(|v| *v == 0.0)
+            && t.bools("active").unwrap().iter().all(|a| *a)
+    );
     let mass = t.f64s("mass").unwrap();
     assert!((mass[0] - 2700.0 * 60.0).abs() < 1e-9);
     let (back, _) = talus_seed::read_blocks(&out).unwrap();
@@ -245,7 +300,8 @@ fn stage_reads_the_diff_and_writes_geoparquet_blocks() {
         write_diff(&d, &v, &rect, "deposit")
     };
     let out2 = dir.path().join("blocks2.parquet");
-    let e = talus_seed::run(&config, &dod2, &zones2, &out2, None, &NoProgress).unwrap_err().to_string();
+    let e =
+        talus_seed::run(&config, &dod2, &zones2, &out2, None, &NoProgress).unwrap_err().to_string();
     assert!(e.contains("zones.parquet") && e.contains("scar"), "{e}");
     assert!(!out2.exists());
 }

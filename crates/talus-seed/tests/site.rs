@@ -8,7 +8,8 @@ use talus_seed::void::{GridGeometry, Void};
 use talus_seed::{Config, seed};
 
 fn truth_void() -> Option<Void> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/piton-marcel/truth.parquet");
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/piton-marcel/truth.parquet");
     if !path.exists() {
         println!("skipped: {} not generated yet", path.display());
         return None;
@@ -18,9 +19,15 @@ fn truth_void() -> Option<Void> {
     let schema = arrow::datatypes::Schema::empty();
     let t = talus_io::read_table(&path, &schema).unwrap();
     let (rows, cols) = (t.u32s("row").unwrap(), t.u32s("col").unwrap());
-    let (pre, post, scar) = (t.f64s("z_pre").unwrap(), t.f64s("z_post").unwrap(), t.bools("in_scar").unwrap());
+    let (pre, post, scar) =
+        (t.f64s("z_pre").unwrap(), t.f64s("z_post").unwrap(), t.bools("in_scar").unwrap());
     let n = grid.nx * grid.ny;
-    let mut v = Void { grid, z_pre: vec![f64::NAN; n], z_post: vec![f64::NAN; n], fillable: vec![false; n] };
+    let mut v = Void {
+        grid,
+        z_pre: vec![f64::NAN; n],
+        z_post: vec![f64::NAN; n],
+        fillable: vec![false; n],
+    };
     for i in 0..rows.len() {
         let k = rows[i] as usize * grid.nx + cols[i] as usize;
         v.z_pre[k] = pre[i];
@@ -33,8 +40,14 @@ fn truth_void() -> Option<Void> {
 #[test]
 fn thesis_block_sizes_on_the_synthetic_scar() {
     let Some(v) = truth_void() else { return };
-    println!("scar: {} cells, {:.0} m³ to fill", v.fillable.iter().filter(|f| **f).count(), v.volume());
-    for (size, thesis_blocks, thesis_fill) in [([10.935, 9.636, 15.775], 435, 0.90), ([8.852, 7.801, 12.771], 874, 0.96)] {
+    println!(
+        "scar: {} cells, {:.0} m³ to fill",
+        v.fillable.iter().filter(|f| **f).count(),
+        v.volume()
+    );
+    for (size, thesis_blocks, thesis_fill) in
+        [([10.935, 9.636, 15.775], 435, 0.90), ([8.852, 7.801, 12.771], 874, 0.96)]
+    {
         let config = Config { size, ..Config::default() };
         let s = seed(&config, &v, None, &PathBuf::from("truth.parquet"), &NoProgress).unwrap();
         println!(

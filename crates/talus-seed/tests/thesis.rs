@@ -32,13 +32,20 @@ fn thesis_files_round_trip() {
     // Through a blocks Parquet file and back.
     let tmp = tempfile::tempdir().unwrap();
     let pq = tmp.path().join("blocks.parquet");
-    talus_seed::write_blocks(&pq, &blocks, 2700.0, talus_io::Provenance::new("seed", "0", &0)).unwrap();
+    talus_seed::write_blocks(&pq, &blocks, 2700.0, talus_io::Provenance::new("seed", "0", &0))
+        .unwrap();
     let (back, rho) = talus_seed::read_blocks(&pq).unwrap();
     assert!(rho.iter().all(|r| *r == 2700.0));
     let (sp, pp) = thesis::write(tmp.path(), &back).unwrap();
     let (os, op) = thesis::paths(&dir, 100);
-    let (orig_s, orig_p) = (parse(&std::fs::read_to_string(os).unwrap()), parse(&std::fs::read_to_string(op).unwrap()));
-    let (new_s, new_p) = (parse(&std::fs::read_to_string(sp).unwrap()), parse(&std::fs::read_to_string(pp).unwrap()));
+    let (orig_s, orig_p) = (
+        parse(&std::fs::read_to_string(os).unwrap()),
+        parse(&std::fs::read_to_string(op).unwrap()),
+    );
+    let (new_s, new_p) = (
+        parse(&std::fs::read_to_string(sp).unwrap()),
+        parse(&std::fs::read_to_string(pp).unwrap()),
+    );
     // Sizes, positions, velocities, angular velocities: bit for bit.
     assert_eq!(orig_s, new_s);
     let mut worst_axis: f64 = 0.0;
@@ -57,7 +64,10 @@ fn thesis_files_round_trip() {
     let again = thesis::read(tmp.path(), 100).unwrap();
     for (a, b) in again.iter().zip(&back) {
         assert!(a.orientation.angle_to(&b.orientation) < 1e-14);
-        assert_eq!((a.centre, a.size, a.velocity, a.angular_velocity), (b.centre, b.size, b.velocity, b.angular_velocity));
+        assert_eq!(
+            (a.centre, a.size, a.velocity, a.angular_velocity),
+            (b.centre, b.size, b.velocity, b.angular_velocity)
+        );
     }
 }
 
@@ -65,10 +75,18 @@ fn thesis_files_round_trip() {
 fn malformed_thesis_files_are_named() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("size_1.data"), "1 2 3\n").unwrap();
-    std::fs::write(tmp.path().join("position_1.data"), "0 0 0\n0 0 0\n0 0 0\n1 0 0\n0 1 0\n0 0 x\n").unwrap();
+    std::fs::write(
+        tmp.path().join("position_1.data"),
+        "0 0 0\n0 0 0\n0 0 0\n1 0 0\n0 1 0\n0 0 x\n",
+    )
+    .unwrap();
     let e = thesis::read(tmp.path(), 1).unwrap_err().to_string();
     assert!(e.contains("position_1.data") && e.contains("line 6"), "{e}");
-    std::fs::write(tmp.path().join("position_1.data"), "0 0 0\n0 0 0\n0 0 0\n1 0 0\n0 1 0\n0 0 -1\n").unwrap();
+    std::fs::write(
+        tmp.path().join("position_1.data"),
+        "0 0 0\n0 0 0\n0 0 0\n1 0 0\n0 1 0\n0 0 -1\n",
+    )
+    .unwrap();
     let e = thesis::read(tmp.path(), 1).unwrap_err().to_string();
     assert!(e.contains("right-handed"), "{e}");
     let e = thesis::read(tmp.path(), 2).unwrap_err().to_string();

@@ -14,17 +14,29 @@ fn main() {
     let n = 600_000;
     let pts: Vec<[f64; 3]> = (0..n)
         .map(|_| {
-            let (x, y) = (rng.random_range(0.0..1000.0), rng.random_range(0.0..800.0));
+            let (x, y) = (rng.random_range(0.0f64..1000.0), rng.random_range(0.0f64..800.0));
             [x, y, 300.0 + 40.0 * (x / 80.0).sin() * (y / 60.0).cos() + 0.2 * x]
         })
         .collect();
     let cases = [
         ("full (every point)", Config::default()),
-        ("greedy, 2371 vertices", Config { simplify: Simplify::Greedy, max_vertices: Some(2371), ..Config::default() }),
-        ("greedy, max error 0.1 m", Config { simplify: Simplify::Greedy, max_error: Some(0.1), ..Config::default() }),
-        ("grid, 2371 vertices", Config { simplify: Simplify::Grid, max_vertices: Some(2371), ..Config::default() }),
+        (
+            "greedy, 2371 vertices",
+            Config { simplify: Simplify::Greedy, max_vertices: Some(2371), ..Config::default() },
+        ),
+        (
+            "greedy, max error 0.1 m",
+            Config { simplify: Simplify::Greedy, max_error: Some(0.1), ..Config::default() },
+        ),
+        (
+            "grid, 2371 vertices",
+            Config { simplify: Simplify::Grid, max_vertices: Some(2371), ..Config::default() },
+        ),
     ];
-    println!("{n} points\n{:<26} {:>9} {:>10} {:>9} {:>10} {:>10} {:>8}", "case", "vertices", "triangles", "time s", "max err m", "rms err m", "ratio");
+    println!(
+        "{n} points\n{:<26} {:>9} {:>10} {:>9} {:>10} {:>10} {:>8}",
+        "case", "vertices", "triangles", "time s", "max err m", "rms err m", "ratio"
+    );
     let mut base = None;
     for (name, config) in cases {
         let t = Instant::now();

@@ -17,14 +17,20 @@ pub fn vertices_batch(tin: &Tin) -> RecordBatch {
         Arc::new(Float64Array::from_iter_values(v.iter().map(|p| p[1]))),
         Arc::new(Float64Array::from_iter_values(v.iter().map(|p| p[2]))),
     ];
-    RecordBatch::try_new(Arc::new(talus_schema::terrain::vertices_schema()), cols).expect("vertices schema")
+    RecordBatch::try_new(Arc::new(talus_schema::terrain::vertices_schema()), cols)
+        .expect("vertices schema")
 }
 
 /// Triangles (with normal, area, slope) as a record batch, and the total 3D area.
 pub fn triangles_batch(tin: &Tin) -> (RecordBatch, f64) {
     let n = tin.triangles.len();
-    let (mut nx, mut ny, mut nz, mut area, mut slope) =
-        (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+    let (mut nx, mut ny, mut nz, mut area, mut slope) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
     for t in 0..n {
         let (u, a, s) = tin.facet(t);
         nx.push(u[0]);
@@ -46,7 +52,8 @@ pub fn triangles_batch(tin: &Tin) -> (RecordBatch, f64) {
         Arc::new(Float64Array::from(area)),
         Arc::new(Float64Array::from(slope)),
     ];
-    let b = RecordBatch::try_new(Arc::new(talus_schema::terrain::triangles_schema()), cols).expect("triangles schema");
+    let b = RecordBatch::try_new(Arc::new(talus_schema::terrain::triangles_schema()), cols)
+        .expect("triangles schema");
     (b, total)
 }
 
@@ -106,8 +113,14 @@ pub fn write_all(tin: &Tin, dir: &Path, prov: &Provenance, obj: bool) -> Result<
 /// Read a TIN back from `dir/vertices.parquet` and `dir/triangles.parquet` (adjacency
 /// rebuilt from shared edges).
 pub fn read_tin(dir: &Path) -> Result<Tin, IoError> {
-    let v = talus_io::read_table(&dir.join("vertices.parquet"), &talus_schema::terrain::vertices_schema())?;
-    let t = talus_io::read_table(&dir.join("triangles.parquet"), &talus_schema::terrain::triangles_schema())?;
+    let v = talus_io::read_table(
+        &dir.join("vertices.parquet"),
+        &talus_schema::terrain::vertices_schema(),
+    )?;
+    let t = talus_io::read_table(
+        &dir.join("triangles.parquet"),
+        &talus_schema::terrain::triangles_schema(),
+    )?;
     let (x, y, z) = (v.f64s("x")?, v.f64s("y")?, v.f64s("z")?);
     let vertices: Vec<[f64; 3]> = (0..x.len()).map(|i| [x[i], y[i], z[i]]).collect();
     let (a, b, c) = (t.u32s("v0")?, t.u32s("v1")?, t.u32s("v2")?);

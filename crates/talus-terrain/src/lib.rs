@@ -164,11 +164,17 @@ impl Config {
             return bad("hull_tolerance must be >= 0 m");
         }
         match (self.region, self.bbox) {
-            (Region::Bbox, None) => return bad("region = \"bbox\" needs bbox = [xmin, ymin, xmax, ymax]"),
-            (Region::Bbox, Some(b)) if !(b[0] < b[2] && b[1] < b[3]) => {
-                return bad("bbox must be [xmin, ymin, xmax, ymax] with xmin < xmax and ymin < ymax");
+            (Region::Bbox, None) => {
+                return bad("region = \"bbox\" needs bbox = [xmin, ymin, xmax, ymax]");
             }
-            (Region::Zones, _) if self.zone_kinds.is_empty() => return bad("region = \"zones\" needs zone_kinds"),
+            (Region::Bbox, Some(b)) if !(b[0] < b[2] && b[1] < b[3]) => {
+                return bad(
+                    "bbox must be [xmin, ymin, xmax, ymax] with xmin < xmax and ymin < ymax",
+                );
+            }
+            (Region::Zones, _) if self.zone_kinds.is_empty() => {
+                return bad("region = \"zones\" needs zone_kinds");
+            }
             _ => {}
         }
         if self.max_vertices.is_some_and(|n| n < 3) {
@@ -216,17 +222,24 @@ pub struct Summary {
 }
 
 /// Points of the kept classes (as (x, y, z)) and the input's CRS.
-pub fn read_points(config: &Config, points: &Path) -> Result<(Vec<[f64; 3]>, usize, Option<talus_io::Crs>), TerrainError> {
+pub fn read_points(
+    config: &Config,
+    points: &Path,
+) -> Result<(Vec<[f64; 3]>, usize, Option<talus_io::Crs>), TerrainError> {
     let t = talus_io::read_table(points, &talus_schema::points::core_schema())?;
     let (x, y, z, cls) = (t.f64s("x")?, t.f64s("y")?, t.f64s("z")?, t.u8s("classification")?);
     let keep = |c: u8| config.classes.is_empty() || config.classes.contains(&c);
-    let pts: Vec<[f64; 3]> = (0..x.len()).filter(|&i| keep(cls[i])).map(|i| [x[i], y[i], z[i]]).collect();
+    let pts: Vec<[f64; 3]> =
+        (0..x.len()).filter(|&i| keep(cls[i])).map(|i| [x[i], y[i], z[i]]).collect();
     prepare::check_finite(&pts, points)?;
     Ok((pts, x.len(), t.provenance().crs))
 }
 
 /// The region of interest as a convex region (`None` = everything).
-pub fn region(config: &Config, zones: Option<&Path>) -> Result<Option<prepare::ConvexRegion>, TerrainError> {
+pub fn region(
+    config: &Config,
+    zones: Option<&Path>,
+) -> Result<Option<prepare::ConvexRegion>, TerrainError> {
     match config.region {
         Region::Extent => Ok(None),
         Region::Bbox => {
@@ -236,7 +249,9 @@ pub fn region(config: &Config, zones: Option<&Path>) -> Result<Option<prepare::C
         }
         Region::Zones => {
             let path = zones.ok_or_else(|| {
-                TerrainError::Config("region = \"zones\" needs the diff's zones file (--zones)".into())
+                TerrainError::Config(
+                    "region = \"zones\" needs the diff's zones file (--zones)".into(),
+                )
             })?;
             let t = talus_io::read_table(path, &talus_schema::diff::zones_schema())?;
             let kinds = t.strings("kind")?;
@@ -246,10 +261,11 @@ pub fn region(config: &Config, zones: Option<&Path>) -> Result<Option<prepare::C
                 if !config.zone_kinds.iter().any(|z| z.label() == k) {
                     continue;
                 }
-                let polys = talus_io::geo::parse_wkb_polygons(g).ok_or_else(|| TerrainError::Input {
-                    path: path.to_path_buf(),
-                    message: "a zone geometry is not a WKB Polygon/MultiPolygon".into(),
-                })?;
+                let polys =
+                    talus_io::geo::parse_wkb_polygons(g).ok_or_else(|| TerrainError::Input {
+                        path: path.to_path_buf(),
+                        message: "a zone geometry is not a WKB Polygon/MultiPolygon".into(),
+                    })?;
                 outline.extend(polys.into_iter().flat_map(|p| p.into_iter().next()).flatten());
             }
             if outline.is_empty() {
@@ -276,11 +292,18 @@ pub fn build(
         None => points,
     };
     let kept = inside.len();
-    let (pts, merged) = prepare::merge_duplicates(&inside, config.duplicate_tolerance, config.duplicates);
+    let (pts, merged) =
+        prepare::merge_duplicates(&inside, config.duplicate_tolerance, config.duplicates);
     drop(inside);
     let s = match config.simplify {
         Simplify::None => simplify::grid(&pts, None, None, progress)?,
-        Simplify::Greedy => simplify::greedy(&pts, config.max_vertices, config.max_error, config.hull_tolerance, progress)?,
+        Simplify::Greedy => simplify::greedy(
+            &pts,
+            config.max_vertices,
+            config.max_error,
+            config.hull_tolerance,
+            progress,
+        )?,
         Simplify::Grid => simplify::grid(&pts, config.grid_cell, config.max_vertices, progress)?,
     };
     Ok((s, kept, merged))
@@ -304,8 +327,8 @@ pub fn run(
             message: format!("no point of classes {:?}", config.classes),
         });
     }
-    let (s, kept, merged) =
-        build(config, pts, region.as_ref(), progress).map_err(|source| TerrainError::Tin { path: points.to_path_buf(), source })?;
+    let (s, kept, merged) = build(config, pts, region.as_ref(), progress)
+        .map_err(|source| TerrainError::Tin { path: points.to_path_buf(), source })?;
     let tin = &s.tin;
     let mut inputs = vec![points.to_path_buf()];
     inputs.extend(zones.filter(|_| config.region == Region::Zones).map(Path::to_path_buf));

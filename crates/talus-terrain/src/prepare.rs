@@ -44,7 +44,11 @@ impl ConvexRegion {
 fn segment_distance2(p: [f64; 2], a: [f64; 2], b: [f64; 2]) -> f64 {
     let (dx, dy) = (b[0] - a[0], b[1] - a[1]);
     let len2 = dx * dx + dy * dy;
-    let t = if len2 > 0.0 { (((p[0] - a[0]) * dx + (p[1] - a[1]) * dy) / len2).clamp(0.0, 1.0) } else { 0.0 };
+    let t = if len2 > 0.0 {
+        (((p[0] - a[0]) * dx + (p[1] - a[1]) * dy) / len2).clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
     let (qx, qy) = (a[0] + t * dx - p[0], a[1] + t * dy - p[1]);
     qx * qx + qy * qy
 }
@@ -66,7 +70,9 @@ pub fn convex_hull(points: &[[f64; 2]]) -> Vec<[f64; 2]> {
         let iter: Box<dyn Iterator<Item = &[f64; 2]>> =
             if pass == 0 { Box::new(p.iter()) } else { Box::new(p.iter().rev()) };
         for &q in iter {
-            while hull.len() >= start + 2 && turn(hull[hull.len() - 2], hull[hull.len() - 1], q) <= 0.0 {
+            while hull.len() >= start + 2
+                && turn(hull[hull.len() - 2], hull[hull.len() - 1], q) <= 0.0
+            {
                 hull.pop();
             }
             hull.push(q);
@@ -79,7 +85,11 @@ pub fn convex_hull(points: &[[f64; 2]]) -> Vec<[f64; 2]> {
 /// Merge points whose (x, y) fall in the same `tolerance`-sized cell, keeping the lowest,
 /// the highest or the mean. Output order: sorted by cell (row-major on the snapped keys),
 /// which also gives the later point-location walks good locality.
-pub fn merge_duplicates(points: &[[f64; 3]], tolerance: f64, policy: Duplicates) -> (Vec<[f64; 3]>, usize) {
+pub fn merge_duplicates(
+    points: &[[f64; 3]],
+    tolerance: f64,
+    policy: Duplicates,
+) -> (Vec<[f64; 3]>, usize) {
     let key = |p: &[f64; 3]| ((p[1] / tolerance).round() as i64, (p[0] / tolerance).round() as i64);
     let mut idx: Vec<u32> = (0..points.len() as u32).collect();
     idx.sort_by(|&a, &b| {
@@ -114,7 +124,10 @@ pub fn merge_duplicates(points: &[[f64; 3]], tolerance: f64, policy: Duplicates)
 /// Refuse non-finite coordinates (they would poison the triangulation).
 pub fn check_finite(points: &[[f64; 3]], path: &std::path::Path) -> Result<(), TerrainError> {
     match points.iter().position(|p| !p.iter().all(|v| v.is_finite())) {
-        Some(i) => Err(TerrainError::Input { path: path.to_path_buf(), message: format!("point {i} has a non-finite coordinate") }),
+        Some(i) => Err(TerrainError::Input {
+            path: path.to_path_buf(),
+            message: format!("point {i} has a non-finite coordinate"),
+        }),
         None => Ok(()),
     }
 }

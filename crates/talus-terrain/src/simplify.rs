@@ -46,7 +46,11 @@ fn place(tin: &Tin, p: &[f64; 3], hint: usize) -> Place {
                     continue;
                 }
                 let (a, b) = (tin.vertex(t, k), tin.vertex(t, (k + 1) % 3));
-                let o = orient2d(Coord { x: a[0], y: a[1] }, Coord { x: b[0], y: b[1] }, Coord { x: p[0], y: p[1] });
+                let o = orient2d(
+                    Coord { x: a[0], y: a[1] },
+                    Coord { x: b[0], y: b[1] },
+                    Coord { x: p[0], y: p[1] },
+                );
                 let len = ((b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2)).sqrt();
                 if o < 0.0 {
                     dist = dist.max(-o / len);
@@ -102,7 +106,10 @@ fn initial_set(points: &[[f64; 3]]) -> Result<Vec<usize>, TinError> {
     set.sort_unstable();
     set.dedup();
     let (a, b) = (points[set[0]], points[*set.last().unwrap_or(&0)]);
-    let off = |p: &[f64; 3]| orient2d(Coord { x: a[0], y: a[1] }, Coord { x: b[0], y: b[1] }, Coord { x: p[0], y: p[1] }).abs();
+    let off = |p: &[f64; 3]| {
+        orient2d(Coord { x: a[0], y: a[1] }, Coord { x: b[0], y: b[1] }, Coord { x: p[0], y: p[1] })
+            .abs()
+    };
     if set.len() < 3 || set.iter().all(|&i| off(&points[i]) == 0.0) {
         let far = arg(&|p| off(p), true);
         if off(&points[far]) == 0.0 {
@@ -162,7 +169,9 @@ pub fn greedy(
             }
             let (t, key) = match place(&tin, p, hint) {
                 Place::Inside(t, e) => (t, (false, e)),
-                Place::Outside(t, d, e) => (t, if d > hull_tolerance { (true, d) } else { (false, e) }),
+                Place::Outside(t, d, e) => {
+                    (t, if d > hull_tolerance { (true, d) } else { (false, e) })
+                }
             };
             hint = t;
             let w = &mut worst[t];

@@ -64,7 +64,9 @@ impl Tin {
         let nt = d.triangles.len() / 3;
         let mut triangles = Vec::with_capacity(nt);
         let mut neighbours = Vec::with_capacity(nt);
-        let nb = |h: usize| if d.halfedges[h] == delaunator::EMPTY { NONE } else { (d.halfedges[h] / 3) as u32 };
+        let nb = |h: usize| {
+            if d.halfedges[h] == delaunator::EMPTY { NONE } else { (d.halfedges[h] / 3) as u32 }
+        };
         for t in 0..nt {
             let v = [d.triangles[3 * t], d.triangles[3 * t + 1], d.triangles[3 * t + 2]];
             let n = [nb(3 * t), nb(3 * t + 1), nb(3 * t + 2)];
@@ -193,7 +195,9 @@ impl Tin {
                 let n = n as usize;
                 let (a, b) = (tri[k], tri[(k + 1) % 3]);
                 // The neighbour must hold the edge reversed and point back at t.
-                let Some(j) = (0..3).find(|&j| self.triangles[n][j] == b && self.triangles[n][(j + 1) % 3] == a) else {
+                let Some(j) = (0..3)
+                    .find(|&j| self.triangles[n][j] == b && self.triangles[n][(j + 1) % 3] == a)
+                else {
                     bad.push(Invalid::BadAdjacency(t));
                     continue;
                 };
@@ -202,7 +206,12 @@ impl Tin {
                     continue;
                 }
                 let opposite = &self.vertices[self.triangles[n][(j + 2) % 3] as usize];
-                let inc = incircle(c(self.vertex(t, 0)), c(self.vertex(t, 1)), c(self.vertex(t, 2)), c(opposite));
+                let inc = incircle(
+                    c(self.vertex(t, 0)),
+                    c(self.vertex(t, 1)),
+                    c(self.vertex(t, 2)),
+                    c(opposite),
+                );
                 if inc > 0.0 {
                     bad.push(Invalid::NotDelaunay { triangle: t, edge: k });
                 }
@@ -258,7 +267,11 @@ mod tests {
             triangles: vec![[0, 1, 2], [0, 2, 3]],
             neighbours: vec![[NONE, NONE, 1], [0, NONE, NONE]],
         };
-        assert!(tin.check().iter().any(|e| matches!(e, Invalid::NotDelaunay { .. })), "{:?}", tin.check());
+        assert!(
+            tin.check().iter().any(|e| matches!(e, Invalid::NotDelaunay { .. })),
+            "{:?}",
+            tin.check()
+        );
     }
 }
 

@@ -36,7 +36,9 @@ fn full_delaunay_of_random_points_is_valid() {
 #[test]
 fn cocircular_grid_is_valid_and_covers_the_box() {
     // A regular grid: every square's four corners are cocircular (in-circle = 0).
-    let pts: Vec<[f64; 3]> = (0..=30).flat_map(|i| (0..=20).map(move |j| [i as f64 * 2.0, j as f64 * 3.0, 0.0])).collect();
+    let pts: Vec<[f64; 3]> = (0..=30)
+        .flat_map(|i| (0..=20).map(move |j| [i as f64 * 2.0, j as f64 * 3.0, 0.0]))
+        .collect();
     let tin = Tin::delaunay(pts).unwrap();
     assert!(tin.is_valid(), "{:?}", tin.check());
     assert_eq!(tin.triangles.len(), 2 * 30 * 20);
@@ -67,10 +69,12 @@ fn plane_is_meshed_exactly() {
 #[test]
 fn held_out_points_are_within_the_stated_error() {
     let all = random_points(60_000, 4, hills);
-    let (held, kept): (Vec<_>, Vec<_>) = all.into_iter().enumerate().partition(|(i, _)| i % 10 == 0);
+    let (held, kept): (Vec<_>, Vec<_>) =
+        all.into_iter().enumerate().partition(|(i, _)| i % 10 == 0);
     let kept: Vec<[f64; 3]> = kept.into_iter().map(|(_, p)| p).collect();
     let stated = 0.25;
-    let config = Config { simplify: Simplify::Greedy, max_error: Some(stated), ..Config::default() };
+    let config =
+        Config { simplify: Simplify::Greedy, max_error: Some(stated), ..Config::default() };
     let (s, _, _) = build(&config, kept, None, &NoProgress).unwrap();
     assert!(s.tin.is_valid());
     assert!(s.misfit.max_error <= stated, "{:?}", s.misfit);
@@ -85,7 +89,10 @@ fn held_out_points_are_within_the_stated_error() {
         }
     }
     let rms = (sum2 / n as f64).sqrt();
-    println!("{} vertices; held-out points: max {worst:.3} m, rms {rms:.3} m (stated {stated} m)", s.tin.vertices.len());
+    println!(
+        "{} vertices; held-out points: max {worst:.3} m, rms {rms:.3} m (stated {stated} m)",
+        s.tin.vertices.len()
+    );
     // The held-out points were not available to the insertion; they lie between input
     // points a fraction of a metre apart, so their error can exceed the stated bound only
     // by the curvature over that distance.
@@ -96,17 +103,23 @@ fn held_out_points_are_within_the_stated_error() {
 #[test]
 fn thesis_sized_and_fine_meshes_on_request() {
     let pts = random_points(30_000, 5, hills);
-    let config = Config { simplify: Simplify::Greedy, max_vertices: Some(2371), ..Config::default() };
+    let config =
+        Config { simplify: Simplify::Greedy, max_vertices: Some(2371), ..Config::default() };
     let (s, _, _) = build(&config, pts.clone(), None, &NoProgress).unwrap();
     assert_eq!(s.tin.vertices.len(), 2371);
     assert!(s.tin.is_valid());
-    let hull = s.tin.neighbours.iter().flatten().filter(|n| **n == talus_terrain::tin::NONE).count();
+    let hull =
+        s.tin.neighbours.iter().flatten().filter(|n| **n == talus_terrain::tin::NONE).count();
     // Euler: triangles = 2 V - 2 - hull vertices.
     assert_eq!(s.tin.triangles.len(), 2 * 2371 - 2 - hull);
     println!("thesis-sized: {} triangles, misfit {:?}", s.tin.triangles.len(), s.misfit);
     let grid = Config { simplify: Simplify::Grid, max_vertices: Some(2371), ..Config::default() };
     let (g, _, _) = build(&grid, pts.clone(), None, &NoProgress).unwrap();
-    assert!(g.tin.vertices.len() <= 2371 && g.tin.vertices.len() > 2000, "{}", g.tin.vertices.len());
+    assert!(
+        g.tin.vertices.len() <= 2371 && g.tin.vertices.len() > 2000,
+        "{}",
+        g.tin.vertices.len()
+    );
     assert!(g.tin.is_valid());
     // Greedy is better than grid thinning for the same budget.
     assert!(s.misfit.rms_error < g.misfit.rms_error, "{:?} vs {:?}", s.misfit, g.misfit);
@@ -140,7 +153,8 @@ fn write_points(path: &std::path::Path, pts: &[[f64; 3]], class: impl Fn(usize) 
         Arc::new(UInt8Array::from_iter_values((0..pts.len()).map(class))),
     ];
     let b = RecordBatch::try_new(schema.clone(), cols).unwrap();
-    let prov = talus_io::Provenance::new("ingest", "0", &0).with_crs(Some(talus_io::Crs::from_epsg(32620)));
+    let prov = talus_io::Provenance::new("ingest", "0", &0)
+        .with_crs(Some(talus_io::Crs::from_epsg(32620)));
     talus_io::write_parquet(path, schema, &[b], &prov).unwrap();
 }
 
@@ -148,7 +162,13 @@ fn write_points(path: &std::path::Path, pts: &[[f64; 3]], class: impl Fn(usize) 
 fn stage_writes_valid_files_for_a_bbox_and_refuses_bad_input() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("post.parquet");
-    let ground: Vec<[f64; 3]> = (0..=100).flat_map(|i| (0..=80).map(move |j| [i as f64 * 5.0, j as f64 * 5.0, hills(i as f64 * 5.0, j as f64 * 5.0)])).collect();
+    let ground: Vec<[f64; 3]> = (0..=100)
+        .flat_map(|i| {
+            (0..=80).map(move |j| {
+                [i as f64 * 5.0, j as f64 * 5.0, hills(i as f64 * 5.0, j as f64 * 5.0)]
+            })
+        })
+        .collect();
     // Vegetation returns (class 4), 10 m above the ground beside every third point.
     let mut pts = ground.clone();
     pts.extend(ground.iter().step_by(3).map(|p| [p[0] + 1.0, p[1] + 1.0, p[2] + 10.0]));
@@ -156,7 +176,12 @@ fn stage_writes_valid_files_for_a_bbox_and_refuses_bad_input() {
     let veg = move |i: usize| if i < n_ground { 2u8 } else { 4u8 };
     write_points(&input, &pts, veg);
     let out = dir.path().join("terrain");
-    let config = Config { region: Region::Bbox, bbox: Some([100.0, 50.0, 300.0, 250.0]), obj: true, ..Config::default() };
+    let config = Config {
+        region: Region::Bbox,
+        bbox: Some([100.0, 50.0, 300.0, 250.0]),
+        obj: true,
+        ..Config::default()
+    };
     let s = talus_terrain::run(&config, &input, None, &out, &NoProgress).unwrap();
     assert!((s.area_2d - 200.0 * 200.0).abs() < 1e-6, "{}", s.area_2d);
     let tin = talus_terrain::export::read_tin(&out).unwrap();
@@ -164,7 +189,11 @@ fn stage_writes_valid_files_for_a_bbox_and_refuses_bad_input() {
     assert_eq!(tin.vertices.len(), s.vertices);
     // Only ground points: every vertex is on the hills surface.
     assert!(tin.vertices.iter().all(|v| (v[2] - hills(v[0], v[1])).abs() < 1e-9));
-    let t = talus_io::read_table(&out.join("triangles.parquet"), &talus_schema::terrain::triangles_schema()).unwrap();
+    let t = talus_io::read_table(
+        &out.join("triangles.parquet"),
+        &talus_schema::terrain::triangles_schema(),
+    )
+    .unwrap();
     assert!(t.f64s("nz").unwrap().iter().all(|&nz| nz > 0.0));
     assert_eq!(t.provenance().crs.unwrap().epsg, Some(32620));
     let ply = std::fs::read(out.join("terrain.ply")).unwrap();
@@ -174,10 +203,18 @@ fn stage_writes_valid_files_for_a_bbox_and_refuses_bad_input() {
     let out2 = dir.path().join("terrain2");
     talus_terrain::run(&config, &input, None, &out2, &NoProgress).unwrap();
     for f in ["vertices.parquet", "triangles.parquet", "terrain.ply"] {
-        assert_eq!(std::fs::read(out.join(f)).unwrap(), std::fs::read(out2.join(f)).unwrap(), "{f}");
+        assert_eq!(
+            std::fs::read(out.join(f)).unwrap(),
+            std::fs::read(out2.join(f)).unwrap(),
+            "{f}"
+        );
     }
     // A box holding no point: clear error, nothing written.
-    let empty = Config { region: Region::Bbox, bbox: Some([1000.0, 1000.0, 1001.0, 1001.0]), ..Config::default() };
+    let empty = Config {
+        region: Region::Bbox,
+        bbox: Some([1000.0, 1000.0, 1001.0, 1001.0]),
+        ..Config::default()
+    };
     let out3 = dir.path().join("terrain3");
     let e = talus_terrain::run(&empty, &input, None, &out3, &NoProgress).unwrap_err().to_string();
     assert!(e.contains("post.parquet") && e.contains("0 distinct point"), "{e}");

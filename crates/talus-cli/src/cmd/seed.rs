@@ -7,7 +7,12 @@ use std::path::PathBuf;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// DEM of difference of `talus diff` (pre/post surfaces and grid geometry).
-    #[arg(long, value_name = "DOD.parquet", required_unless_present = "thesis_dir", requires = "zones")]
+    #[arg(
+        long,
+        value_name = "DOD.parquet",
+        required_unless_present = "thesis_dir",
+        requires = "zones"
+    )]
     pub dod: Option<PathBuf>,
     /// Zones of `talus diff` (the `scar` zones are filled).
     #[arg(long, value_name = "ZONES.parquet")]
@@ -38,7 +43,8 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
     };
     config.validate()?;
     if let (Some(dir), Some(n)) = (&args.thesis_dir, args.thesis_n) {
-        let s = talus_seed::import_thesis(&config, dir, n, &args.out, args.export_thesis.as_deref())?;
+        let s =
+            talus_seed::import_thesis(&config, dir, n, &args.out, args.export_thesis.as_deref())?;
         ctx.say(format!(
             "seed: imported {} blocks ({:.3} m³, {:.4e} kg) from {} -> {}",
             s.blocks,
@@ -53,15 +59,19 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
         return Err("talus seed needs --dod and --zones (or --thesis-dir and --thesis-n)".into());
     };
     let progress = crate::progress::Bars::new(ctx.quiet);
-    let s = talus_seed::run(&config, dod, zones, &args.out, args.export_thesis.as_deref(), &progress)?;
+    let s =
+        talus_seed::run(&config, dod, zones, &args.out, args.export_thesis.as_deref(), &progress)?;
     if s.crossing_cells > 0 {
         ctx.say(format!(
             "warning: the post-event surface is above the pre-event one in {} of {} scar cells (counted as empty)",
             s.crossing_cells, s.scar_cells
         ));
     }
-    let classes: Vec<String> =
-        s.classes.iter().map(|c| format!("{} x [{:.3}, {:.3}, {:.3}] m", c.blocks, c.size[0], c.size[1], c.size[2])).collect();
+    let classes: Vec<String> = s
+        .classes
+        .iter()
+        .map(|c| format!("{} x [{:.3}, {:.3}, {:.3}] m", c.blocks, c.size[0], c.size[1], c.size[2]))
+        .collect();
     ctx.say(format!(
         "seed: {} blocks ({}), azimuth {:.1}°; seeded {:.0} m³ of {:.0} m³ to fill = {:.1} % -> {}",
         s.blocks,

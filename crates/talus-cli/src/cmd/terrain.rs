@@ -24,12 +24,14 @@ pub fn options_help() -> String {
 }
 
 pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
-    let Some(config) = crate::config::load::<talus_terrain::Config>(&args.config, "terrain")? else {
+    let Some(config) = crate::config::load::<talus_terrain::Config>(&args.config, "terrain")?
+    else {
         return Ok(());
     };
     config.validate()?;
     let progress = crate::progress::Bars::new(ctx.quiet);
-    let s = talus_terrain::run(&config, &args.points, args.zones.as_deref(), &args.out_dir, &progress)?;
+    let s =
+        talus_terrain::run(&config, &args.points, args.zones.as_deref(), &args.out_dir, &progress)?;
     ctx.say(format!(
         "terrain: {} vertices, {} triangles from {} of {} points ({} duplicates merged); {:.0} m² planimetric, {:.0} m² surface; misfit of left-out points max {:.3} m, rms {:.3} m -> {}",
         s.vertices,
