@@ -126,8 +126,10 @@ impl Config {
         if self.lattice == 0 || self.lattice > 256 {
             return bad("lattice must be in 1..=256".into());
         }
-        if !(self.gap >= 0.0 && self.gap.is_finite())
-            || !(self.clearance >= 0.0 && self.clearance.is_finite())
+        if !(self.gap >= 0.0
+            && self.gap.is_finite()
+            && self.clearance >= 0.0
+            && self.clearance.is_finite())
         {
             return bad("gap and clearance must be >= 0 m".into());
         }

@@ -140,10 +140,10 @@ impl Outline {
             for w in ring.windows(2) {
                 edges.push([w[0][0], w[0][1], w[1][0], w[1][1]]);
             }
-            if let (Some(f), Some(l)) = (ring.first(), ring.last()) {
-                if f != l {
-                    edges.push([l[0], l[1], f[0], f[1]]);
-                }
+            if let (Some(f), Some(l)) = (ring.first(), ring.last())
+                && f != l
+            {
+                edges.push([l[0], l[1], f[0], f[1]]);
             }
         }
         let y0 = edges.iter().map(|e| e[1].min(e[3])).fold(f64::INFINITY, f64::min);

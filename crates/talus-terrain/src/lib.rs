@@ -160,7 +160,7 @@ impl Config {
         if !(self.buffer >= 0.0 && self.buffer.is_finite()) {
             return bad("buffer must be >= 0 m");
         }
-        if !(self.hull_tolerance >= 0.0) {
+        if self.hull_tolerance.is_nan() || self.hull_tolerance < 0.0 {
             return bad("hull_tolerance must be >= 0 m");
         }
         match (self.region, self.bbox) {
@@ -221,11 +221,11 @@ pub struct Summary {
     pub rounds: usize,
 }
 
+/// Points of the kept classes, the number of points read and the input's CRS.
+pub type ReadPoints = (Vec<[f64; 3]>, usize, Option<talus_io::Crs>);
+
 /// Points of the kept classes (as (x, y, z)) and the input's CRS.
-pub fn read_points(
-    config: &Config,
-    points: &Path,
-) -> Result<(Vec<[f64; 3]>, usize, Option<talus_io::Crs>), TerrainError> {
+pub fn read_points(config: &Config, points: &Path) -> Result<ReadPoints, TerrainError> {
     let t = talus_io::read_table(points, &talus_schema::points::core_schema())?;
     let (x, y, z, cls) = (t.f64s("x")?, t.f64s("y")?, t.f64s("z")?, t.u8s("classification")?);
     let keep = |c: u8| config.classes.is_empty() || config.classes.contains(&c);

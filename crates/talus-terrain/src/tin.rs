@@ -231,6 +231,26 @@ impl Tin {
     }
 }
 
+/// Neighbours of each triangle edge, from shared (reversed) edges.
+pub fn adjacency(triangles: &[[u32; 3]]) -> Vec<[u32; 3]> {
+    let mut edges: Vec<(u32, u32, u32, u8)> = Vec::with_capacity(3 * triangles.len());
+    for (t, tri) in triangles.iter().enumerate() {
+        for k in 0..3 {
+            let (a, b) = (tri[k], tri[(k + 1) % 3]);
+            edges.push((a.min(b), a.max(b), t as u32, k as u8));
+        }
+    }
+    edges.sort_unstable();
+    let mut nb = vec![[NONE; 3]; triangles.len()];
+    for w in edges.windows(2) {
+        if w[0].0 == w[1].0 && w[0].1 == w[1].1 {
+            nb[w[0].2 as usize][w[0].3 as usize] = w[1].2;
+            nb[w[1].2 as usize][w[1].3 as usize] = w[0].2;
+        }
+    }
+    nb
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -273,24 +293,4 @@ mod tests {
             tin.check()
         );
     }
-}
-
-/// Neighbours of each triangle edge, from shared (reversed) edges.
-pub fn adjacency(triangles: &[[u32; 3]]) -> Vec<[u32; 3]> {
-    let mut edges: Vec<(u32, u32, u32, u8)> = Vec::with_capacity(3 * triangles.len());
-    for (t, tri) in triangles.iter().enumerate() {
-        for k in 0..3 {
-            let (a, b) = (tri[k], tri[(k + 1) % 3]);
-            edges.push((a.min(b), a.max(b), t as u32, k as u8));
-        }
-    }
-    edges.sort_unstable();
-    let mut nb = vec![[NONE; 3]; triangles.len()];
-    for w in edges.windows(2) {
-        if w[0].0 == w[1].0 && w[0].1 == w[1].1 {
-            nb[w[0].2 as usize][w[0].3 as usize] = w[1].2;
-            nb[w[1].2 as usize][w[1].3 as usize] = w[0].2;
-        }
-    }
-    nb
 }
