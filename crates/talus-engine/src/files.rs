@@ -535,14 +535,13 @@ pub fn run(config: &Config, blocks_path: &Path, terrain_dir: Option<&Path>, out_
         summary.resumed_from = Some(last);
         for (_, dir) in dirs.iter().filter(|(n, _)| *n <= last) {
             let [tp, ep, dp] = segment_paths(dir);
-            let (_, _, batches) = talus_io::read_batches(&tp, &talus_schema::run::trajectories_schema())?;
+            let table = talus_io::read_table(&tp, &talus_schema::run::trajectories_schema())?;
             // Trajectory batches: one per output step, as written.
-            let mut rows: Vec<RecordBatch> = Vec::new();
-            for b in batches {
-                rows.push(b?);
-            }
+            let rows = table.batches;
             if !rows.is_empty() {
                 let all = arrow::compute::concat_batches(&rows[0].schema(), &rows)
+                    .map_err(|e| Error::Resume { path: tp.clone(), message: e.to_string() })?;
+                let all = RecordBatch::try_new(Arc::new(talus_schema::run::trajectories_schema()), all.columns().to_vec())
                     .map_err(|e| Error::Resume { path: tp.clone(), message: e.to_string() })?;
                 let steps = all.column(0).as_any().downcast_ref::<UInt64Array>().expect("step column").values().to_vec();
                 let mut start = 0;

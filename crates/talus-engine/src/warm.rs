@@ -67,7 +67,6 @@ impl WarmStart {
 
 /// K = H + ρ Σ_{k∈A} c_k c_kᵀ on a fixed upper-triangular pattern.
 struct KPattern {
-    n: usize,
     colptr: Vec<usize>,
     rowval: Vec<usize>,
     /// Slot of each H entry (in h_upper's order).
@@ -140,7 +139,7 @@ impl KPattern {
                 v
             })
             .collect();
-        KPattern { n, colptr, rowval, h_slot, c_slots, rows }
+        KPattern { colptr, rowval, h_slot, c_slots, rows }
     }
 
     fn values(&self, qp: &Qp, rho: f64, active: &[bool]) -> Vec<f64> {
