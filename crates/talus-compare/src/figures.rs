@@ -393,6 +393,7 @@ fn energy_panels(config: &Config, path: &Path, title: &str, time: &[f64], panels
                 ChartBuilder::on(area)
                     .caption(*name, (FONT, 18))
                     .margin(8)
+                    .margin_right(28)
                     .x_label_area_size(40)
                     .y_label_area_size(90)
                     .build_cartesian_2d(t0..t1, (lo - pad)..(hi + pad))

@@ -357,6 +357,15 @@ fn shifted_deposit_matches_closed_forms() {
 fn outputs_exist_and_report_lists_every_metric() {
     let tmp = run_case(2.0, true);
     let out = tmp.path().join("out");
+    // To look at the figures: TALUS_COMPARE_KEEP=/some/dir cargo test ...
+    if let Some(keep) = std::env::var_os("TALUS_COMPARE_KEEP") {
+        let keep = Path::new(&keep);
+        std::fs::create_dir_all(keep).unwrap();
+        for e in std::fs::read_dir(out.join("figures")).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), keep.join(e.file_name())).unwrap();
+        }
+    }
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("metrics.json")).unwrap()).unwrap();
     let metrics = json["metrics"].as_array().unwrap();
