@@ -1,1 +1,605 @@
-//! placeholder
+//! `talus ingest`: LAS 1.0–1.4 / LAZ surveys (point formats 0–10) to one points Parquet
+//! table.
+//!
+//! For every point record the stage writes the world coordinates
+//!
+//! ```text
+//! x = X · s_x + o_x,   y = Y · s_y + o_y,   z = Z · s_z + o_z
+//! ```
+//!
+//! (`X, Y, Z` the stored integers, `s` and `o` the header's scale and offset), the
+//! attributes every format has (intensity, return number and count, classification,
+//! scan angle in degrees, point source id), those the format adds (GPS time, RGB, NIR)
+//! and the extra-bytes attributes described by the Extra Bytes VLR
+//! ([`talus_schema::points::full_schema`]).
+//!
+//! The algorithm:
+//! 1. **Check every input first** ([`input::Input::open`]): the `LASF` signature, the
+//!    version (1.0–1.4), the point format (0–10), the header's point count against the
+//!    point data (file size for LAS, chunk table for LAZ), the CRS (WKT VLR, else the EPSG
+//!    code of the GeoTIFF keys). Inputs of one survey must share a CRS.
+//! 2. **Plan the output**: the optional columns all inputs have, and their extra bytes
+//!    if all inputs describe them alike; the LAS headers go into the file's key-value
+//!    metadata (`las:header`, a JSON array with one object per input), the CRS into the
+//!    provenance.
+//! 3. **Stream**: a reader thread decodes `chunk_points` records at a time (LAZ with the
+//!    `las` crate's parallel decompressor, which spreads the chunks of the LAZ file over
+//!    the rayon pool) while the calling thread converts the previous chunk to Arrow,
+//!    filters it ([`filter`]) and appends it to the Parquet file. Memory holds a few
+//!    chunks whatever the file size (grid thinning adds one entry per occupied cell).
+//! 4. The output is renamed into place only when complete (`talus_io::ParquetSink`), so
+//!    an error leaves no file behind; inputs are only ever opened for reading.
+
+pub mod convert;
+mod error;
+pub mod extra;
+pub mod filter;
+pub mod input;
+
+pub use error::Error;
+pub use input::Input;
+
+use arrow::array::RecordBatch;
+use convert::{Coords, Plan};
+use filter::{GridPass, Prefilter, Selector};
+use las::{PointData, PointDataBuilder, Reader};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::mpsc;
+use talus_io::{Crs, ParquetSink, Progress, Provenance};
+use talus_schema::points::{OptionalColumns, full_schema};
+
+/// Metadata key of the LAS headers (JSON array, one object per input, in input order).
+pub const LAS_HEADER_KEY: &str = "las:header";
+
+/// Options of the ingest stage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Points decoded, converted and written at a time (count). Memory in use is a few
+    /// chunks, about 100 bytes per point each, whatever the size of the inputs.
+    pub chunk_points: usize,
+    /// ASPRS classes to keep (e.g. [2] for ground only); empty keeps every class.
+    pub classes: Vec<u8>,
+    /// Keep only the points inside this box (CRS units, bounds included); none keeps all.
+    pub bbox: Option<BBox>,
+    /// Thinning, applied after the class and box filters.
+    pub thin: Thin,
+    /// Require the inputs to share a CRS (same EPSG code, else identical WKT; an unknown
+    /// CRS matches only an unknown one). When false, differing CRS are accepted and the
+    /// first input's is kept: only for files known to share coordinates.
+    pub require_same_crs: bool,
+    /// EPSG code given to inputs that carry no CRS (none leaves their CRS unknown).
+    pub assign_epsg: Option<u32>,
+    /// How extra-bytes attributes are written.
+    pub extra_bytes: ExtraBytesMode,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            chunk_points: 1_000_000,
+            classes: Vec::new(),
+            bbox: None,
+            thin: Thin::None,
+            require_same_crs: true,
+            assign_epsg: None,
+            extra_bytes: ExtraBytesMode::Decode,
+        }
+    }
+}
+
+/// An axis-aligned box in CRS units; the z bounds are optional.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BBox {
+    /// Minimum easting (CRS unit).
+    pub xmin: f64,
+    /// Minimum northing (CRS unit).
+    pub ymin: f64,
+    /// Maximum easting (CRS unit).
+    pub xmax: f64,
+    /// Maximum northing (CRS unit).
+    pub ymax: f64,
+    /// Minimum elevation (CRS unit); none for no lower bound.
+    #[serde(default)]
+    pub zmin: Option<f64>,
+    /// Maximum elevation (CRS unit); none for no upper bound.
+    #[serde(default)]
+    pub zmax: Option<f64>,
+}
+
+impl BBox {
+    /// Whether the point is inside (bounds included).
+    #[inline]
+    pub fn contains(&self, x: f64, y: f64, z: f64) -> bool {
+        x >= self.xmin
+            && x <= self.xmax
+            && y >= self.ymin
+            && y <= self.ymax
+            && self.zmin.is_none_or(|m| z >= m)
+            && self.zmax.is_none_or(|m| z <= m)
+    }
+}
+
+/// Thinning of the points that passed the class and box filters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "method", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Thin {
+    /// Keep every point.
+    None,
+    /// Keep every n-th point (the 1st, the (n+1)-th, ...), counted across the inputs in order.
+    Every {
+        /// Keep one point in n (count, >= 1).
+        n: u64,
+    },
+    /// Keep one point per square cell of a grid anchored at the CRS origin.
+    Grid {
+        /// Cell side (CRS unit, > 0).
+        spacing: f64,
+        /// Which point of a cell is kept (ties go to the first in input order).
+        #[serde(default)]
+        keep: GridKeep,
+    },
+}
+
+/// The point a grid cell keeps.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum GridKeep {
+    /// The point closest (horizontally) to the cell centre.
+    #[default]
+    ClosestToCentre,
+    /// The lowest point (ground-like surfaces).
+    Lowest,
+    /// The first point in input order.
+    First,
+}
+
+/// How extra-bytes attributes become columns.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum ExtraBytesMode {
+    /// Typed columns (scale and offset applied); undocumented bytes stay raw.
+    #[default]
+    Decode,
+    /// One fixed-size binary column per attribute, bytes as stored.
+    Raw,
+    /// No extra-bytes columns.
+    Drop,
+}
+
+impl Config {
+    /// Check the options before any work.
+    pub fn validate(&self) -> Result<(), Error> {
+        let bad = |m: String| Err(Error::Config(m));
+        if self.chunk_points == 0 {
+            return bad("chunk_points must be at least 1".into());
+        }
+        if let Some(b) = &self.bbox {
+            let all = [Some(b.xmin), Some(b.ymin), Some(b.xmax), Some(b.ymax), b.zmin, b.zmax];
+            if all.iter().flatten().any(|v| !v.is_finite()) {
+                return bad(format!("bbox bounds must be finite numbers, got {b:?}"));
+            }
+            if b.xmin > b.xmax
+                || b.ymin > b.ymax
+                || matches!((b.zmin, b.zmax), (Some(lo), Some(hi)) if lo > hi)
+            {
+                return bad(format!("bbox minimum above maximum: {b:?}"));
+            }
+        }
+        match self.thin {
+            Thin::Every { n: 0 } => return bad("thin.n must be at least 1".into()),
+            Thin::Grid { spacing, .. } if !(spacing.is_finite() && spacing > 0.0) => {
+                return bad(format!("thin.spacing must be a positive length, got {spacing}"));
+            }
+            _ => {}
+        }
+        if self.assign_epsg == Some(0) {
+            return bad("assign_epsg must be an EPSG code, not 0".into());
+        }
+        Ok(())
+    }
+
+    fn describe_filters(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.classes.is_empty() {
+            parts.push(format!("classes = {:?}", self.classes));
+        }
+        if let Some(b) = &self.bbox {
+            parts.push(format!("bbox = [{}, {}] x [{}, {}]", b.xmin, b.xmax, b.ymin, b.ymax));
+        }
+        match &self.thin {
+            Thin::None => {}
+            Thin::Every { n } => parts.push(format!("every {n}-th point")),
+            Thin::Grid { spacing, .. } => parts.push(format!("grid of {spacing}")),
+        }
+        if parts.is_empty() { "none".into() } else { parts.join(", ") }
+    }
+}
+
+/// One input as reported in the summary.
+#[derive(Debug, Clone, Serialize)]
+pub struct InputSummary {
+    pub file: String,
+    pub version: String,
+    pub point_format: u8,
+    pub compressed: bool,
+    pub points: u64,
+    pub crs: String,
+}
+
+/// What the stage did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub inputs: Vec<InputSummary>,
+    /// Points read from all inputs.
+    pub points_read: u64,
+    /// Points written.
+    pub points_written: u64,
+    /// The output's CRS (`EPSG:code`, a WKT name, or `unknown`).
+    pub crs: String,
+    /// Bounds of the written points `[xmin, ymin, zmin, xmax, ymax, zmax]` (CRS units).
+    pub bounds: [f64; 6],
+    /// Written points per ASPRS class.
+    pub class_counts: BTreeMap<u8, u64>,
+    /// Columns of the output.
+    pub columns: Vec<String>,
+    /// Columns some inputs have but the output leaves out (not in every input, or
+    /// extra bytes described differently).
+    pub dropped_columns: Vec<String>,
+}
+
+/// The checked inputs of one survey and the output they make.
+#[derive(Debug, Clone)]
+pub struct Survey {
+    pub inputs: Vec<Input>,
+    pub crs: Option<Crs>,
+    pub plan: Plan,
+    pub dropped_columns: Vec<String>,
+}
+
+impl Survey {
+    /// Open and check every input, then plan the output.
+    pub fn open(config: &Config, paths: &[PathBuf]) -> Result<Survey, Error> {
+        if paths.is_empty() {
+            return Err(Error::NoInput);
+        }
+        let mut inputs = paths.iter().map(|p| Input::open(p)).collect::<Result<Vec<_>, _>>()?;
+        if let Some(code) = config.assign_epsg {
+            for i in inputs.iter_mut().filter(|i| i.crs.is_none()) {
+                i.crs = Some(Crs::from_epsg(code));
+            }
+        }
+        let first = &inputs[0];
+        let unknown = Crs::default();
+        if config.require_same_crs {
+            for other in &inputs[1..] {
+                let (a, b) = (
+                    first.crs.as_ref().unwrap_or(&unknown),
+                    other.crs.as_ref().unwrap_or(&unknown),
+                );
+                if !a.same_as(b) {
+                    return Err(Error::CrsMismatch {
+                        first: first.path.clone(),
+                        first_crs: a.label(),
+                        second: other.path.clone(),
+                        second_crs: b.label(),
+                    });
+                }
+            }
+        }
+        let crs = first.crs.clone();
+
+        let optional = inputs.iter().fold(first.optional, |acc, i| acc.intersect(i.optional));
+        let mut dropped = Vec::new();
+        let all_optional = inputs.iter().fold(OptionalColumns::default(), |a, i| OptionalColumns {
+            gps_time: a.gps_time || i.optional.gps_time,
+            rgb: a.rgb || i.optional.rgb,
+            nir: a.nir || i.optional.nir,
+        });
+        if all_optional.gps_time && !optional.gps_time {
+            dropped.push("gps_time".to_string());
+        }
+        if all_optional.rgb && !optional.rgb {
+            dropped.extend(["red", "green", "blue"].map(String::from));
+        }
+        if all_optional.nir && !optional.nir {
+            dropped.push("nir".to_string());
+        }
+        let same_extras = inputs.iter().all(|i| {
+            i.extras.len() == first.extras.len()
+                && i.extras.iter().zip(&first.extras).all(|(a, b)| a.same_layout(b))
+        });
+        let extras = if same_extras && config.extra_bytes != ExtraBytesMode::Drop {
+            first.extras.clone()
+        } else {
+            for i in &inputs {
+                for e in &i.extras {
+                    if !dropped.contains(&e.column) {
+                        dropped.push(e.column.clone());
+                    }
+                }
+            }
+            Vec::new()
+        };
+        let fields = extras.iter().filter_map(|e| e.arrow_field(config.extra_bytes)).collect();
+        let schema = Arc::new(full_schema(optional, fields));
+        Ok(Survey {
+            inputs,
+            crs,
+            plan: Plan { optional, extras, mode: config.extra_bytes, schema },
+            dropped_columns: dropped,
+        })
+    }
+
+    /// Points declared by all inputs.
+    pub fn points(&self) -> u64 {
+        self.inputs.iter().map(|i| i.points).sum()
+    }
+
+    /// The LAS headers as written into the output metadata.
+    pub fn headers_json(&self) -> String {
+        serde_json::Value::Array(self.inputs.iter().map(Input::header_json).collect()).to_string()
+    }
+
+    /// Decode every input chunk by chunk, in order, calling `f` with each chunk.
+    /// A reader thread decodes the next chunk while `f` runs on the current one; at most
+    /// three chunks exist at a time.
+    pub fn scan(
+        &self,
+        chunk_points: usize,
+        progress: &dyn Progress,
+        mut f: impl FnMut(&Input, &PointData) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let chunk = chunk_points.max(1) as u64;
+        std::thread::scope(|scope| {
+            let (tx, rx) = mpsc::sync_channel::<Result<(usize, PointData), Error>>(1);
+            let (recycle_tx, recycle_rx) = mpsc::channel::<PointData>();
+            let inputs = &self.inputs;
+            scope.spawn(move || {
+                for (k, input) in inputs.iter().enumerate() {
+                    if let Err(e) = read_input(k, input, chunk, &tx, &recycle_rx) {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
+                }
+            });
+            for msg in rx {
+                let (k, pd) = msg?;
+                f(&self.inputs[k], &pd)?;
+                progress.inc(pd.len() as u64);
+                let _ = recycle_tx.send(pd);
+            }
+            Ok(())
+        })
+    }
+
+    /// Decode, filter and convert every input, calling `sink` with each non-empty batch.
+    /// Returns the number of points read.
+    pub fn batches(
+        &self,
+        config: &Config,
+        progress: &dyn Progress,
+        mut sink: impl FnMut(RecordBatch) -> Result<(), Error>,
+    ) -> Result<u64, Error> {
+        let winners = match &config.thin {
+            Thin::Grid { spacing, keep } => {
+                progress.start("grid pass", self.points());
+                let pre = Prefilter::new(config);
+                let mut grid = GridPass::new(*spacing, *keep);
+                let mut rank = 0u64;
+                self.scan(config.chunk_points, progress, |_, pd| {
+                    let c = Coords::of(pd);
+                    for i in 0..c.x.len() {
+                        if pre.passes(c.x[i], c.y[i], c.z[i], c.class[i]) {
+                            grid.offer(rank, c.x[i], c.y[i], c.z[i]);
+                            rank += 1;
+                        }
+                    }
+                    Ok(())
+                })?;
+                progress.finish();
+                Some(grid.winners())
+            }
+            _ => None,
+        };
+        let mut selector = Selector::new(config, winners);
+        let mut read = 0u64;
+        progress.start("ingest", self.points());
+        self.scan(config.chunk_points, progress, |input, pd| {
+            read += pd.len() as u64;
+            let coords = Coords::of(pd);
+            let mask = selector.mask(&coords.x, &coords.y, &coords.z, &coords.class);
+            if mask.as_ref().is_some_and(|m| m.true_count() == 0) {
+                return Ok(());
+            }
+            let batch = convert::batch(&self.plan, input, pd, coords, mask.as_ref())
+                .map_err(|source| Error::Arrow { path: input.path.clone(), source })?;
+            sink(batch)
+        })?;
+        progress.finish();
+        Ok(read)
+    }
+}
+
+fn read_input(
+    k: usize,
+    input: &Input,
+    chunk: u64,
+    tx: &mpsc::SyncSender<Result<(usize, PointData), Error>>,
+    recycle: &mpsc::Receiver<PointData>,
+) -> Result<(), Error> {
+    let path = &input.path;
+    let file = File::open(path).map_err(|source| Error::Open { path: path.clone(), source })?;
+    // The default reader options use the parallel LAZ decompressor (feature laz-parallel).
+    let mut reader = Reader::new(BufReader::with_capacity(1 << 20, file))
+        .map_err(|e| decode_error(input, 0, e))?;
+    let mut done = 0u64;
+    while done < input.points {
+        let mut pd = recycle
+            .try_recv()
+            .unwrap_or_else(|_| PointDataBuilder::new().for_header(reader.header()).build());
+        let n = reader.fill_points(chunk, &mut pd).map_err(|e| decode_error(input, done, e))?;
+        if n == 0 {
+            return Err(Error::Truncated {
+                path: path.clone(),
+                kind: if input.compressed { "LAZ" } else { "LAS" },
+                detail: format!(
+                    "the data ends after {done} of the {} points the header declares",
+                    input.points
+                ),
+            });
+        }
+        done += n;
+        if tx.send(Ok((k, pd))).is_err() {
+            break; // the consumer stopped (it reports its own error)
+        }
+    }
+    Ok(())
+}
+
+fn decode_error(input: &Input, at: u64, e: las::Error) -> Error {
+    let eof = match &e {
+        las::Error::Io(io) => io.kind() == std::io::ErrorKind::UnexpectedEof,
+        las::Error::LasZipError(laz::LasZipError::IoError(io)) => {
+            io.kind() == std::io::ErrorKind::UnexpectedEof
+        }
+        _ => false,
+    };
+    if eof {
+        Error::Truncated {
+            path: input.path.clone(),
+            kind: if input.compressed { "LAZ" } else { "LAS" },
+            detail: format!(
+                "the data ends after point {at} of the {} the header declares",
+                input.points
+            ),
+        }
+    } else {
+        Error::Decode { path: input.path.clone(), at, source: e }
+    }
+}
+
+/// Ingest `inputs` (one survey) into the points Parquet file `output`.
+pub fn run(
+    config: &Config,
+    inputs: &[PathBuf],
+    output: &Path,
+    progress: &dyn Progress,
+) -> Result<Summary, Error> {
+    config.validate()?;
+    for p in inputs {
+        if same_file(p, output) {
+            return Err(Error::OutputIsInput { path: output.to_path_buf() });
+        }
+    }
+    let survey = Survey::open(config, inputs)?;
+    let provenance = Provenance::new("ingest", env!("CARGO_PKG_VERSION"), config)
+        .with_inputs(inputs)?
+        .with_crs(survey.crs.clone())
+        .with_extra(LAS_HEADER_KEY, survey.headers_json());
+    let mut sink = ParquetSink::create(output, survey.plan.schema.clone(), &provenance)?;
+    let mut stats = Stats::default();
+    let read = survey.batches(config, progress, |batch| {
+        stats.add(&batch);
+        sink.write(&batch)?;
+        Ok(())
+    })?;
+    if stats.written == 0 {
+        // The sink is dropped unfinished: nothing is left on disk.
+        return Err(Error::Empty {
+            read,
+            inputs: survey.inputs.iter().map(Input::name).collect::<Vec<_>>().join(", "),
+            filters: config.describe_filters(),
+        });
+    }
+    sink.finish()?;
+    Ok(Summary {
+        inputs: survey
+            .inputs
+            .iter()
+            .map(|i| InputSummary {
+                file: i.name(),
+                version: format!("{}.{}", i.version.0, i.version.1),
+                point_format: i.point_format,
+                compressed: i.compressed,
+                points: i.points,
+                crs: i.crs.as_ref().map(Crs::label).unwrap_or_else(|| "unknown".into()),
+            })
+            .collect(),
+        points_read: read,
+        points_written: stats.written,
+        crs: survey.crs.as_ref().map(Crs::label).unwrap_or_else(|| "unknown".into()),
+        bounds: [
+            stats.min[0],
+            stats.min[1],
+            stats.min[2],
+            stats.max[0],
+            stats.max[1],
+            stats.max[2],
+        ],
+        class_counts: stats.classes,
+        columns: survey.plan.schema.fields().iter().map(|f| f.name().clone()).collect(),
+        dropped_columns: survey.dropped_columns,
+    })
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+#[derive(Debug)]
+struct Stats {
+    written: u64,
+    min: [f64; 3],
+    max: [f64; 3],
+    classes: BTreeMap<u8, u64>,
+}
+
+impl Default for Stats {
+    fn default() -> Self {
+        Stats {
+            written: 0,
+            min: [f64::INFINITY; 3],
+            max: [f64::NEG_INFINITY; 3],
+            classes: BTreeMap::new(),
+        }
+    }
+}
+
+impl Stats {
+    fn add(&mut self, batch: &RecordBatch) {
+        use arrow::array::AsArray;
+        use arrow::datatypes::{Float64Type, UInt8Type};
+        self.written += batch.num_rows() as u64;
+        for (k, name) in ["x", "y", "z"].iter().enumerate() {
+            if let Some(c) = batch.column_by_name(name) {
+                for &v in c.as_primitive::<Float64Type>().values() {
+                    self.min[k] = self.min[k].min(v);
+                    self.max[k] = self.max[k].max(v);
+                }
+            }
+        }
+        if let Some(c) = batch.column_by_name("classification") {
+            let mut counts = [0u64; 256];
+            for &v in c.as_primitive::<UInt8Type>().values() {
+                counts[usize::from(v)] += 1;
+            }
+            for (c, &n) in counts.iter().enumerate().filter(|(_, n)| **n > 0) {
+                *self.classes.entry(c as u8).or_default() += n;
+            }
+        }
+    }
+}

@@ -1,18 +1,64 @@
-//! `talus ingest` (to be wired to its library crate).
+//! `talus ingest IN.las [IN2.laz ...] --out P.parquet`: LAS/LAZ surveys to a points table.
 
 use super::{CmdError, Ctx};
 use crate::config::ConfigArgs;
+use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
+    /// LAS/LAZ files of one survey (merged into one table; they must share a CRS).
+    #[arg(value_name = "IN", required_unless_present = "print_config")]
+    pub inputs: Vec<PathBuf>,
+    /// Output points Parquet file.
+    #[arg(long, short, value_name = "OUT.parquet", required_unless_present = "print_config")]
+    pub out: Option<PathBuf>,
     #[command(flatten)]
     pub config: ConfigArgs,
 }
 
 pub fn options_help() -> String {
-    String::new()
+    crate::config::options_help::<talus_ingest::Config>("ingest")
 }
 
-pub fn run(_args: Args, _ctx: &Ctx) -> Result<(), CmdError> {
-    Err("`talus ingest` is not available in this build yet".into())
+pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
+    let Some(config) = crate::config::load::<talus_ingest::Config>(&args.config, "ingest")? else {
+        return Ok(());
+    };
+    config.validate()?;
+    let out = args.out.ok_or("--out OUT.parquet is required")?;
+    let bars = crate::progress::Bars::new(ctx.quiet);
+    let s = talus_ingest::run(&config, &args.inputs, &out, &bars)?;
+    for i in &s.inputs {
+        ctx.say(format!(
+            "  {}: LAS {} format {}{}, {} points, CRS {}",
+            i.file,
+            i.version,
+            i.point_format,
+            if i.compressed { " (LAZ)" } else { "" },
+            i.points,
+            i.crs
+        ));
+    }
+    if !s.dropped_columns.is_empty() {
+        ctx.say(format!(
+            "  columns not in every input, left out: {}",
+            s.dropped_columns.join(", ")
+        ));
+    }
+    let classes: Vec<String> = s.class_counts.iter().map(|(c, n)| format!("{c}: {n}")).collect();
+    ctx.say(format!(
+        "ingest: {} of {} points written to {} (CRS {}; classes {{{}}}; x [{:.3}, {:.3}], y [{:.3}, {:.3}], z [{:.3}, {:.3}])",
+        s.points_written,
+        s.points_read,
+        out.display(),
+        s.crs,
+        classes.join(", "),
+        s.bounds[0],
+        s.bounds[3],
+        s.bounds[1],
+        s.bounds[4],
+        s.bounds[2],
+        s.bounds[5]
+    ));
+    Ok(())
 }

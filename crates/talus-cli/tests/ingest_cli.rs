@@ -1,0 +1,108 @@
+//! End to end: the `talus` binary ingests shipped LAZ files from `data/las/`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn talus(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_talus")).args(args).output().expect("run talus")
+}
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/las").join(name)
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn ingest_shipped_laz() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("points.parquet");
+    let o = talus(&["ingest", s(&data("autzen.laz")), "--out", s(&out)]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("106 of 106 points written"), "{err}");
+    assert!(err.contains("EPSG:2994"), "{err}");
+    let t = talus_io::read_table(&out, &talus_schema::points::core_schema()).unwrap();
+    assert_eq!(t.num_rows(), 106);
+    let prov = t.provenance();
+    assert_eq!(prov.stage, "ingest");
+    assert_eq!(prov.crs.unwrap().epsg, Some(2994));
+
+    // Options from a config file and --set; classes filter.
+    let cfg = dir.path().join("site.toml");
+    std::fs::write(&cfg, "[site]\nname = \"t\"\n[ingest]\nchunk_points = 50\nclasses = [2]\n")
+        .unwrap();
+    let out2 = dir.path().join("ground.parquet");
+    let o = talus(&[
+        "ingest",
+        s(&data("autzen.laz")),
+        "--out",
+        s(&out2),
+        "--config",
+        s(&cfg),
+        "--set",
+        "thin.method=every",
+        "--set",
+        "thin.n=2",
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let t = talus_io::read_table(&out2, &talus_schema::points::core_schema()).unwrap();
+    assert!(t.num_rows() > 0 && t.num_rows() < 106);
+    assert!(t.u8s("classification").unwrap().iter().all(|c| *c == 2));
+    assert_eq!(t.provenance().config["chunk_points"], 50);
+}
+
+#[test]
+fn print_config_and_help() {
+    let o = talus(&["ingest", "--print-config", "--set", "classes=[2]"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(text.contains("chunk_points = 1000000"), "{text}");
+    assert!(text.contains("classes = [2]"), "{text}");
+    let o = talus(&["ingest", "--help"]);
+    let help = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        help.contains("chunk_points") && help.contains("thin") && help.contains("require_same_crs"),
+        "{help}"
+    );
+}
+
+#[test]
+fn bad_input_fails_with_named_file_and_no_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.laz");
+    std::fs::write(&bad, b"PK\x03\x04 this is a zip").unwrap();
+    let out = dir.path().join("out.parquet");
+    let o = talus(&["ingest", s(&bad), "--out", s(&out)]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("bad.laz") && err.contains("not a LAS/LAZ file"), "{err}");
+    assert!(!out.exists());
+
+    // Two surveys in different CRS.
+    let o = talus(&[
+        "ingest",
+        s(&data("autzen.laz")),
+        s(&data("32-1-472-150-76.laz")),
+        "--out",
+        s(&out),
+    ]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("EPSG:2994")
+            && err.contains("EPSG:25832")
+            && err.contains("32-1-472-150-76.laz"),
+        "{err}"
+    );
+    assert!(!out.exists());
+
+    // Unknown option.
+    let o = talus(&["ingest", s(&data("autzen.laz")), "--out", s(&out), "--set", "clases=[2]"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("clases"));
+    assert!(!out.exists());
+}

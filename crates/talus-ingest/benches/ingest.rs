@@ -1,0 +1,193 @@
+//! Ingest throughput on a generated LAS and LAZ of >= 10 M points (LAS 1.4, point format
+//! 6), against laspy + lazrs reading the same files into numpy in the same run.
+//!
+//! Figures (million points per second, best of 3):
+//! * `talus decode`: the library decodes, converts to Arrow record batches and drops them
+//!   (what laspy does: file to columnar arrays in memory);
+//! * `talus ingest`: the full stage, file to Parquet (SHA-256 of the input, Snappy
+//!   Parquet written atomically);
+//! * `laspy`: `laspy.read` with the LazrsParallel backend, then x, y, z scaled to float64
+//!   arrays.
+//!
+//! `TALUS_BENCH_POINTS` sets the point count (default 10 000 000); `TALUS_BENCH_KEEP=DIR`
+//! writes the generated files there and keeps them (e.g. to measure memory with the CLI).
+
+use las::point::{Classification, Format};
+use las::{Builder, Point, PointDataBuilder, Transform, Vector, Version, Writer};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+use talus_ingest::{Config, Survey, run};
+use talus_io::NoProgress;
+
+fn generate(path: &Path, n: usize) {
+    let mut b = Builder::from(Version::new(1, 4));
+    b.point_format = Format::new(6).unwrap();
+    let t = |offset| Transform { scale: 0.001, offset };
+    b.transforms = Vector { x: t(700_000.0), y: t(1_630_000.0), z: t(0.0) };
+    let header = b.into_header().unwrap();
+    let mut w = Writer::from_path(path, header).unwrap();
+    // Scan lines over a rough slope: x along the line, y across, z a smooth surface with
+    // centimetric noise; intensity and GPS time like an airborne sensor's.
+    let per_line = 2_000usize;
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut rnd = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let chunk = 1_000_000;
+    let mut done = 0;
+    while done < n {
+        let m = chunk.min(n - done);
+        let pts: Vec<Point> = (done..done + m)
+            .map(|i| {
+                let (line, k) = (i / per_line, i % per_line);
+                let x = 700_000.0 + k as f64 * 0.25 + (rnd() % 100) as f64 * 0.001;
+                let y = 1_630_000.0 + line as f64 * 0.25 + (rnd() % 100) as f64 * 0.001;
+                let z = 50.0
+                    + 0.3 * (x - 700_000.0)
+                    + 5.0 * ((y - 1_630_000.0) / 40.0).sin()
+                    + (rnd() % 50) as f64 * 0.001;
+                Point {
+                    x,
+                    y,
+                    z,
+                    intensity: 200 + (rnd() % 400) as u16,
+                    return_number: 1,
+                    number_of_returns: 1,
+                    classification: Classification::new(if rnd() % 3 == 0 { 2 } else { 1 })
+                        .unwrap(),
+                    scan_angle: ((k as f32 / per_line as f32) - 0.5) * 30.0,
+                    point_source_id: 7,
+                    gps_time: Some(3.0e8 + i as f64 * 1.0e-5),
+                    ..Default::default()
+                }
+            })
+            .collect();
+        let pd = PointDataBuilder::new().for_header(w.header()).build_from_points(pts).unwrap();
+        w.write_points(&pd).unwrap();
+        done += m;
+    }
+    w.close().unwrap();
+}
+
+fn best_of<F: FnMut() -> u64>(runs: usize, mut f: F) -> (f64, u64) {
+    let mut best = f64::INFINITY;
+    let mut n = 0;
+    for _ in 0..runs {
+        let t = Instant::now();
+        n = f();
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    (best, n)
+}
+
+const LASPY: &str = r#"
+import sys, time
+import numpy as np
+import laspy
+path = sys.argv[1]
+best = float("inf")
+for _ in range(3):
+    t = time.perf_counter()
+    las = laspy.read(path, laz_backend=laspy.LazBackend.LazrsParallel)
+    x = np.asarray(las.x); y = np.asarray(las.y); z = np.asarray(las.z)
+    c = np.asarray(las.classification); i = np.asarray(las.intensity); g = np.asarray(las.gps_time)
+    best = min(best, time.perf_counter() - t)
+    n = len(x)
+    del las, x, y, z, c, i, g
+print(best, n)
+"#;
+
+fn laspy(path: &Path) -> Result<(f64, u64), String> {
+    let check = Command::new("python3").args(["-c", "import laspy, lazrs, numpy"]).output();
+    match check {
+        Err(e) => return Err(format!("python3 not runnable ({e})")),
+        Ok(o) if !o.status.success() => {
+            return Err(format!(
+                "laspy/lazrs not importable: {}",
+                String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or("")
+            ));
+        }
+        Ok(_) => {}
+    }
+    let o = Command::new("python3")
+        .args(["-c", LASPY, path.to_str().unwrap()])
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !o.status.success() {
+        return Err(String::from_utf8_lossy(&o.stderr).into_owned());
+    }
+    let s = String::from_utf8_lossy(&o.stdout);
+    let mut it = s.split_whitespace();
+    let secs: f64 = it.next().and_then(|v| v.parse().ok()).ok_or("no timing")?;
+    let n: u64 = it.next().and_then(|v| v.parse().ok()).ok_or("no count")?;
+    Ok((secs, n))
+}
+
+fn main() {
+    let n: usize =
+        std::env::var("TALUS_BENCH_POINTS").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000_000);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir: PathBuf = std::env::var_os("TALUS_BENCH_KEEP")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| tmp.path().to_path_buf());
+    std::fs::create_dir_all(&dir).unwrap();
+    println!(
+        "ingest benchmark: {n} points, LAS 1.4 point format 6, {} rayon threads",
+        rayon::current_num_threads()
+    );
+    let config = Config::default();
+    println!(
+        "| file | size MB | talus decode Mpts/s | talus ingest (to Parquet) Mpts/s | laspy+lazrs Mpts/s | decode / laspy | ingest / laspy |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for ext in ["las", "laz"] {
+        let path = dir.join(format!("bench.{ext}"));
+        let t = Instant::now();
+        generate(&path, n);
+        let mb = std::fs::metadata(&path).unwrap().len() as f64 / 1e6;
+        eprintln!(
+            "generated {} ({mb:.0} MB) in {:.1} s",
+            path.display(),
+            t.elapsed().as_secs_f64()
+        );
+        let paths = [path.clone()];
+        let (decode, got) = best_of(3, || {
+            let survey = Survey::open(&config, &paths).unwrap();
+            let mut rows = 0u64;
+            survey
+                .batches(&config, &NoProgress, |b| {
+                    rows += b.num_rows() as u64;
+                    Ok(())
+                })
+                .unwrap();
+            rows
+        });
+        assert_eq!(got as usize, n);
+        let out = dir.join(format!("bench-{ext}.parquet"));
+        let (ingest, got) =
+            best_of(3, || run(&config, &paths, &out, &NoProgress).unwrap().points_written);
+        assert_eq!(got as usize, n);
+        let mpts = |secs: f64| n as f64 / secs / 1e6;
+        let (lp, ratio_d, ratio_i) = match laspy(&path) {
+            Ok((secs, m)) if m as usize == n => (
+                format!("{:.1}", mpts(secs)),
+                format!("{:.2}x", secs / decode),
+                format!("{:.2}x", secs / ingest),
+            ),
+            Ok((_, m)) => (format!("read {m} points?"), "-".into(), "-".into()),
+            Err(reason) => {
+                eprintln!("skip laspy: {reason}");
+                ("skipped".into(), "-".into(), "-".into())
+            }
+        };
+        println!(
+            "| {ext} | {mb:.0} | {:.1} | {:.1} | {lp} | {ratio_d} | {ratio_i} |",
+            mpts(decode),
+            mpts(ingest)
+        );
+    }
+}

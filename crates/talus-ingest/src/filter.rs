@@ -1,0 +1,151 @@
+//! Point selection, applied in this order: classification, bounding box, thinning.
+//!
+//! Thinning counts only the points that passed the first two filters, in input order
+//! across all inputs, so the result depends on the inputs and the configuration only:
+//! * every n-th: keep the points whose rank r (0-based) satisfies r mod n = 0;
+//! * grid: square cells of side s anchored at the CRS origin, cell (⌊x/s⌋, ⌊y/s⌋); one
+//!   point per occupied cell, the one minimising the chosen key (first rank; lowest z;
+//!   horizontal distance to the cell centre), ties going to the lower rank. This needs a
+//!   first pass over the data that keeps one (key, rank) pair per occupied cell.
+
+use crate::{BBox, Config, GridKeep, Thin};
+use arrow::array::BooleanArray;
+use std::collections::HashMap;
+
+/// Classification and bounding-box test.
+#[derive(Debug, Clone)]
+pub struct Prefilter {
+    classes: Option<Box<[bool; 256]>>,
+    bbox: Option<BBox>,
+}
+
+impl Prefilter {
+    pub fn new(config: &Config) -> Self {
+        let classes = (!config.classes.is_empty()).then(|| {
+            let mut t = Box::new([false; 256]);
+            for &c in &config.classes {
+                t[usize::from(c)] = true;
+            }
+            t
+        });
+        Prefilter { classes, bbox: config.bbox }
+    }
+
+    /// Whether every point passes.
+    pub fn is_trivial(&self) -> bool {
+        self.classes.is_none() && self.bbox.is_none()
+    }
+
+    #[inline]
+    pub fn passes(&self, x: f64, y: f64, z: f64, class: u8) -> bool {
+        if let Some(t) = &self.classes {
+            if !t[usize::from(class)] {
+                return false;
+            }
+        }
+        match &self.bbox {
+            Some(b) => b.contains(x, y, z),
+            None => true,
+        }
+    }
+}
+
+/// First pass of grid thinning: the winning rank of every occupied cell.
+#[derive(Debug)]
+pub struct GridPass {
+    spacing: f64,
+    keep: GridKeep,
+    cells: HashMap<(i64, i64), (f64, u64)>,
+}
+
+impl GridPass {
+    pub fn new(spacing: f64, keep: GridKeep) -> Self {
+        GridPass { spacing, keep, cells: HashMap::new() }
+    }
+
+    /// Offer the point of the given rank (rank among points that passed the prefilter).
+    pub fn offer(&mut self, rank: u64, x: f64, y: f64, z: f64) {
+        let (cx, cy) = ((x / self.spacing).floor(), (y / self.spacing).floor());
+        let key = match self.keep {
+            GridKeep::First => 0.0,
+            GridKeep::Lowest => z,
+            GridKeep::ClosestToCentre => {
+                let (dx, dy) = (x - (cx + 0.5) * self.spacing, y - (cy + 0.5) * self.spacing);
+                dx * dx + dy * dy
+            }
+        };
+        self.cells
+            .entry((cx as i64, cy as i64))
+            .and_modify(|best| {
+                if key.total_cmp(&best.0).then(rank.cmp(&best.1)).is_lt() {
+                    *best = (key, rank);
+                }
+            })
+            .or_insert((key, rank));
+    }
+
+    /// The winning ranks, sorted.
+    pub fn winners(self) -> Vec<u64> {
+        let mut w: Vec<u64> = self.cells.into_values().map(|(_, r)| r).collect();
+        w.sort_unstable();
+        w
+    }
+}
+
+/// The selection applied while writing.
+#[derive(Debug)]
+pub struct Selector {
+    pre: Prefilter,
+    thin: ThinState,
+    /// Points that passed the prefilter so far (the rank of the next one).
+    rank: u64,
+}
+
+#[derive(Debug)]
+enum ThinState {
+    None,
+    Every(u64),
+    Grid { winners: Vec<u64>, next: usize },
+}
+
+impl Selector {
+    /// A selector; `winners` must be given (from a [`GridPass`]) for grid thinning.
+    pub fn new(config: &Config, winners: Option<Vec<u64>>) -> Self {
+        let thin = match (&config.thin, winners) {
+            (Thin::Every { n }, _) if *n > 1 => ThinState::Every(*n),
+            (Thin::Grid { .. }, Some(winners)) => ThinState::Grid { winners, next: 0 },
+            _ => ThinState::None,
+        };
+        Selector { pre: Prefilter::new(config), thin, rank: 0 }
+    }
+
+    /// The mask of points to keep in a chunk (`None` when all are kept).
+    pub fn mask(&mut self, x: &[f64], y: &[f64], z: &[f64], class: &[u8]) -> Option<BooleanArray> {
+        if self.pre.is_trivial() && matches!(self.thin, ThinState::None) {
+            self.rank += x.len() as u64;
+            return None;
+        }
+        let mut keep = Vec::with_capacity(x.len());
+        for i in 0..x.len() {
+            if !self.pre.passes(x[i], y[i], z[i], class[i]) {
+                keep.push(false);
+                continue;
+            }
+            let r = self.rank;
+            self.rank += 1;
+            keep.push(match &mut self.thin {
+                ThinState::None => true,
+                ThinState::Every(n) => r % *n == 0,
+                ThinState::Grid { winners, next } => {
+                    if winners.get(*next) == Some(&r) {
+                        *next += 1;
+                        true
+                    } else {
+                        false
+                    }
+                }
+            });
+        }
+        Some(BooleanArray::from(keep))
+    }
+}
