@@ -144,8 +144,7 @@ fn main() {
     let v: Vec<f64> = line.split_whitespace().skip(1).filter_map(|s| s.parse().ok()).collect();
     let (py_build, py_run) = (v[0], v[1]);
     println!(
-        "| py4dgeo {} | {py_build:.2} | {py_run:.2} | {:.0} | {:.2} (talus is {:.2}x faster) |",
-        "1.x (C++, OpenMP)",
+        "| py4dgeo (C++, OpenMP) | {py_build:.2} | {py_run:.2} | {:.0} | {:.2} (talus is {:.2}x faster) |",
         cores.len() as f64 / py_run,
         ours / py_run,
         py_run / ours
@@ -157,7 +156,8 @@ fn main() {
     for (r, d) in rows.iter().zip(&theirs) {
         if r.flag == 0 && d.is_finite() {
             both += 1;
-            agree += usize::from((r.distance - d).abs() <= 1e-6 * r.distance.abs().max(d.abs()) + 1e-9);
+            agree +=
+                usize::from((r.distance - d).abs() <= 1e-6 * r.distance.abs().max(d.abs()) + 1e-9);
         }
     }
     println!();

@@ -185,6 +185,7 @@ pub fn difference(grid: Grid, pre: &[[f64; 3]], post: &[[f64; 3]], cfg: &DodConf
 
 /// Quantile function of the standard normal distribution (Acklam's rational
 /// approximation, relative error < 1.2e-9), for 0 < p < 1.
+#[allow(clippy::excessive_precision)] // Acklam's published coefficients, verbatim
 pub fn normal_quantile(p: f64) -> f64 {
     const A: [f64; 6] = [
         -3.969683028665376e1,

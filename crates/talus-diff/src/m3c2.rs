@@ -200,9 +200,9 @@ pub fn median_iqr(v: &mut [f64]) -> (f64, f64) {
     }
     v.sort_unstable_by(f64::total_cmp);
     let at = |pos: usize, avg: bool| if avg { 0.5 * (v[pos] + v[pos - 1]) } else { v[pos] };
-    let q1 = at(n / 4, n % 4 == 0);
-    let q2 = at(n / 2, n % 2 == 0);
-    let q3 = at(3 * n / 4, n % 4 == 0);
+    let q1 = at(n / 4, n.is_multiple_of(4));
+    let q2 = at(n / 2, n.is_multiple_of(2));
+    let q3 = at(3 * n / 4, n.is_multiple_of(4));
     (q2, q3 - q1)
 }
 

@@ -1,4 +1,5 @@
 //! DoD, volumes, zones and the file-level contract of `talus_diff::run`.
+#![allow(clippy::field_reassign_with_default)] // test configs read best as edits of the default
 
 use arrow::array::{ArrayRef, Float64Array, RecordBatch, UInt8Array};
 use rand::{Rng, SeedableRng};

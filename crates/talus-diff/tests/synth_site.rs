@@ -2,6 +2,7 @@
 //! `talus synth`) against its truth: scar and deposit volumes within their stated error,
 //! scar outline overlapping the true scar with IoU >= 0.9. Skips with a printed reason
 //! when the site has not been generated.
+#![allow(clippy::field_reassign_with_default)] // test configs read best as edits of the default
 
 use std::path::{Path, PathBuf};
 use talus_diff::{Config, ZoneKind};
