@@ -232,3 +232,30 @@ impl Config {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The site-file spellings of the enums deserialise (JSON has the same data model as TOML).
+    #[test]
+    fn tagged_options_deserialise_and_unknown_keys_are_refused() {
+        let c: Config = serde_json::from_str(
+            r#"{"dt": 0.001, "steps": 1000, "kappa": {"mode": "thesis", "factor": 0.5},
+                "solver": {"method": "warm", "tolerance": 1e-9, "max_iterations": 50, "fallback_tolerance": 1e-9},
+                "separation": {"beta": 0.2, "max_velocity": 2.0}, "rotation": "torque_free",
+                "on_solver_failure": "continue", "planes": [{"point": [0, 0, 0], "normal": [0, 0, 1]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(c.kappa, Kappa::Thesis { factor: 0.5 });
+        assert_eq!(c.rotation, RotationModel::TorqueFree);
+        assert_eq!(c.n_steps(), 1000);
+        c.validate().unwrap();
+        let r: Config = serde_json::from_str(r#"{"kappa": {"mode": "restitution", "e": 0.1, "tangential_ratio": 1.0}}"#).unwrap();
+        assert!(matches!(r.kappa, Kappa::Restitution { .. }));
+        assert!(serde_json::from_str::<Config>(r#"{"dtt": 0.1}"#).is_err());
+        assert!(serde_json::from_str::<Config>(r#"{"kappa": {"mode": "raw", "normal": 1, "tangential": 1, "x": 2}}"#).is_err());
+        let bad = Config { dt: -1.0, ..Config::default() };
+        assert!(bad.validate().unwrap_err().to_string().contains("dt"));
+    }
+}
