@@ -89,11 +89,23 @@ fn synthetic_site_end_to_end() {
     let a = site_dir(SITE);
     let o = pipeline(a.path());
     assert!(o.status.success(), "pipeline failed:\n{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("runs/small/compare/report.html"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("runs/small/compare/report.html"),
+        "{}",
+        text(&o)
+    );
     let r = a.path().join("runs/small");
 
     // Every output exists and validates against its schema.
-    for f in ["synth/pre.laz", "synth/post.laz", "synth/truth.json", "diff/summary.json", "terrain/terrain.ply", "compare/metrics.json", "manifest.json"] {
+    for f in [
+        "synth/pre.laz",
+        "synth/post.laz",
+        "synth/truth.json",
+        "diff/summary.json",
+        "terrain/terrain.ply",
+        "compare/metrics.json",
+        "manifest.json",
+    ] {
         assert!(r.join(f).is_file(), "{f} missing");
     }
     macro_rules! check {
@@ -115,13 +127,26 @@ fn synthetic_site_end_to_end() {
     check!("run/diagnostics.parquet", run::diagnostics_schema());
     check!("compare/metrics.parquet", compare::metrics_schema());
     check!("compare/thickness.parquet", compare::thickness_schema());
-    assert!(read_table(&r.join("diff/dod.parquet"), &diff::dod_schema()).unwrap().metadata.contains_key(diff::GRID_KEY));
+    assert!(
+        read_table(&r.join("diff/dod.parquet"), &diff::dod_schema())
+            .unwrap()
+            .metadata
+            .contains_key(diff::GRID_KEY)
+    );
 
     // The report lists every metric and embeds every figure.
     let html = std::fs::read_to_string(r.join("compare/report.html")).unwrap();
-    let metrics = read_table(&r.join("compare/metrics.parquet"), &compare::metrics_schema()).unwrap();
+    let metrics =
+        read_table(&r.join("compare/metrics.parquet"), &compare::metrics_schema()).unwrap();
     let names = metrics.strings("metric").unwrap();
-    for m in ["deposit_iou", "volume_overlap", "thickness_rmse", "runout_simulated", "travel_angle_surveyed", "volume_fraction_left_domain"] {
+    for m in [
+        "deposit_iou",
+        "volume_overlap",
+        "thickness_rmse",
+        "runout_simulated",
+        "travel_angle_surveyed",
+        "volume_fraction_left_domain",
+    ] {
         assert!(names.iter().any(|n| n == m), "metric {m} missing");
     }
     for n in &names {
@@ -133,10 +158,14 @@ fn synthetic_site_end_to_end() {
     }
 
     // Manifest: every stage ran, with hashes.
-    let manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(r.join("manifest.json")).unwrap()).unwrap();
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(r.join("manifest.json")).unwrap()).unwrap();
     let stages = manifest["stages"].as_array().unwrap();
     let names: Vec<&str> = stages.iter().map(|s| s["stage"].as_str().unwrap()).collect();
-    assert_eq!(names, ["synth", "ingest_pre", "ingest_post", "diff", "terrain", "seed", "run", "compare"]);
+    assert_eq!(
+        names,
+        ["synth", "ingest_pre", "ingest_post", "diff", "terrain", "seed", "run", "compare"]
+    );
     for s in stages {
         assert_eq!(s["status"], "ran", "{s}");
         assert!(!s["outputs"].as_array().unwrap().is_empty());
@@ -146,7 +175,8 @@ fn synthetic_site_end_to_end() {
     // A second run skips every stage.
     let o = pipeline(a.path());
     assert!(o.status.success(), "{}", text(&o));
-    let manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(r.join("manifest.json")).unwrap()).unwrap();
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(r.join("manifest.json")).unwrap()).unwrap();
     for s in manifest["stages"].as_array().unwrap() {
         assert_eq!(s["status"], "skipped", "{}", s["stage"]);
     }
@@ -160,7 +190,11 @@ fn synthetic_site_end_to_end() {
     assert_eq!(files, parquet_files(&rb));
     assert!(files.len() >= 14, "{files:?}");
     for f in &files {
-        assert!(std::fs::read(r.join(f)).unwrap() == std::fs::read(rb.join(f)).unwrap(), "{} differs between runs", f.display());
+        assert!(
+            std::fs::read(r.join(f)).unwrap() == std::fs::read(rb.join(f)).unwrap(),
+            "{} differs between runs",
+            f.display()
+        );
     }
 
     // A failing stage: the run refuses dt < 0; earlier stages are skipped, their outputs stay.
@@ -171,7 +205,8 @@ fn synthetic_site_end_to_end() {
     let msg = text(&o);
     assert!(msg.contains("stage `run` failed") && msg.contains("dt"), "{msg}");
     assert_eq!(std::fs::read(rb.join("seed/blocks.parquet")).unwrap(), before);
-    let manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(rb.join("manifest.json")).unwrap()).unwrap();
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(rb.join("manifest.json")).unwrap()).unwrap();
     let last = manifest["stages"].as_array().unwrap().last().unwrap().clone();
     assert_eq!((last["stage"].as_str(), last["status"].as_str()), (Some("run"), Some("failed")));
 }
@@ -182,7 +217,13 @@ fn bad_site_files_are_refused_before_any_stage() {
         (SITE.replace("[site]\n", "[site]\nnmae = \"x\"\n"), "nmae"),
         (SITE.replace("[diff]\n", "[diff]\nbogus_option = 1\n"), "bogus_option"),
         (SITE.replace("[compare]\n", "[compare]\nbulking = 1.2\n"), "bulking"),
-        (SITE.replace("[inputs]\nsynth = true", "[inputs]\npre = [\"data/pre.laz\"]\npost = [\"data/post.laz\"]"), "data/pre.laz"),
+        (
+            SITE.replace(
+                "[inputs]\nsynth = true",
+                "[inputs]\npre = [\"data/pre.laz\"]\npost = [\"data/post.laz\"]",
+            ),
+            "data/pre.laz",
+        ),
         (format!("{SITE}\n[extra]\nx = 1\n"), "extra"),
     ] {
         let d = site_dir(&site);
@@ -193,6 +234,7 @@ fn bad_site_files_are_refused_before_any_stage() {
         assert!(!d.path().join("runs/small/manifest.json").exists(), "a stage ran for {needle}");
     }
     let d = site_dir(SITE);
-    let o = talus(d.path(), &["pipeline", "site.toml", "--out", "runs/small", "--from", "simulate"]);
+    let o =
+        talus(d.path(), &["pipeline", "site.toml", "--out", "runs/small", "--from", "simulate"]);
     assert!(!o.status.success() && text(&o).contains("simulate"));
 }

@@ -21,7 +21,8 @@ use talus_io::Provenance;
 /// Rotation matrix (body to world) of a unit quaternion (w, x, y, z).
 pub fn rotation(q: [f64; 4]) -> [[f64; 3]; 3] {
     let n = (q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]).sqrt();
-    let (w, x, y, z) = if n > 0.0 { (q[0] / n, q[1] / n, q[2] / n, q[3] / n) } else { (1.0, 0.0, 0.0, 0.0) };
+    let (w, x, y, z) =
+        if n > 0.0 { (q[0] / n, q[1] / n, q[2] / n, q[3] / n) } else { (1.0, 0.0, 0.0, 0.0) };
     [
         [1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - w * z), 2.0 * (x * z + w * y)],
         [2.0 * (x * y + w * z), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - w * x)],
@@ -70,7 +71,9 @@ pub fn convex_hull(mut pts: Vec<[f64; 2]>) -> Vec<[f64; 2]> {
         let iter: Box<dyn Iterator<Item = &[f64; 2]>> =
             if pass == 0 { Box::new(pts.iter()) } else { Box::new(pts.iter().rev()) };
         for &p in iter {
-            while hull.len() >= start + 2 && cross(hull[hull.len() - 2], hull[hull.len() - 1], p) <= 0.0 {
+            while hull.len() >= start + 2
+                && cross(hull[hull.len() - 2], hull[hull.len() - 1], p) <= 0.0
+            {
                 hull.pop();
             }
             hull.push(p);
@@ -83,10 +86,13 @@ pub fn convex_hull(mut pts: Vec<[f64; 2]>) -> Vec<[f64; 2]> {
 /// Area of a simple polygon (positive when counter-clockwise).
 pub fn polygon_area(p: &[[f64; 2]]) -> f64 {
     let n = p.len();
-    (0..n).map(|i| {
-        let (a, b) = (p[i], p[(i + 1) % n]);
-        a[0] * b[1] - b[0] * a[1]
-    }).sum::<f64>() * 0.5
+    (0..n)
+        .map(|i| {
+            let (a, b) = (p[i], p[(i + 1) % n]);
+            a[0] * b[1] - b[0] * a[1]
+        })
+        .sum::<f64>()
+        * 0.5
 }
 
 /// Area of a convex counter-clockwise polygon clipped to the rectangle
@@ -94,7 +100,8 @@ pub fn polygon_area(p: &[[f64; 2]]) -> f64 {
 pub fn clipped_area(poly: &[[f64; 2]], xmin: f64, ymin: f64, xmax: f64, ymax: f64) -> f64 {
     let mut cur: Vec<[f64; 2]> = poly.to_vec();
     // Each edge: keep points with s(p) >= 0.
-    let edges: [(usize, f64, f64); 4] = [(0, xmin, 1.0), (0, xmax, -1.0), (1, ymin, 1.0), (1, ymax, -1.0)];
+    let edges: [(usize, f64, f64); 4] =
+        [(0, xmin, 1.0), (0, xmax, -1.0), (1, ymin, 1.0), (1, ymax, -1.0)];
     for (axis, bound, sign) in edges {
         if cur.is_empty() {
             return 0.0;
@@ -119,7 +126,14 @@ pub fn clipped_area(poly: &[[f64; 2]], xmin: f64, ymin: f64, xmax: f64, ymax: f6
 
 /// Volume of one box spread over the grid: `(cell index, volume)` pairs and the volume
 /// that fell outside the grid.
-pub fn spread_block(grid: &Grid, dims: [f64; 3], q: [f64; 4], x: f64, y: f64, volume: f64) -> (Vec<(usize, f64)>, f64) {
+pub fn spread_block(
+    grid: &Grid,
+    dims: [f64; 3],
+    q: [f64; 4],
+    x: f64,
+    y: f64,
+    volume: f64,
+) -> (Vec<(usize, f64)>, f64) {
     let fp = footprint(dims, q, x, y);
     let area = polygon_area(&fp);
     if fp.len() < 3 || area <= 0.0 {
@@ -128,7 +142,8 @@ pub fn spread_block(grid: &Grid, dims: [f64; 3], q: [f64; 4], x: f64, y: f64, vo
             None => (vec![], volume),
         };
     }
-    let (mut xmin, mut ymin, mut xmax, mut ymax) = (f64::INFINITY, f64::INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY);
+    let (mut xmin, mut ymin, mut xmax, mut ymax) =
+        (f64::INFINITY, f64::INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY);
     for p in &fp {
         xmin = xmin.min(p[0]);
         xmax = xmax.max(p[0]);
@@ -175,7 +190,11 @@ pub struct ThicknessMap {
 }
 
 /// Spread the deposited blocks on the survey's grid and join with the surveyed deposit.
-pub fn thickness_map(config: &Config, blocks: &Blocks, survey: &Survey) -> Result<ThicknessMap, Error> {
+pub fn thickness_map(
+    config: &Config,
+    blocks: &Blocks,
+    survey: &Survey,
+) -> Result<ThicknessMap, Error> {
     let grid = survey.grid;
     let mut in_scar = vec![false; blocks.len()];
     let mut deposited = vec![false; blocks.len()];
@@ -185,7 +204,9 @@ pub fn thickness_map(config: &Config, blocks: &Blocks, survey: &Survey) -> Resul
         if !blocks.active[i] {
             continue;
         }
-        let scar = grid.cell_of(blocks.x[i], blocks.y[i]).is_some_and(|(r, c)| survey.class[grid.index(r, c)] == CELL_SCAR);
+        let scar = grid
+            .cell_of(blocks.x[i], blocks.y[i])
+            .is_some_and(|(r, c)| survey.class[grid.index(r, c)] == CELL_SCAR);
         in_scar[i] = scar;
         deposited[i] = !scar;
         if scar {
@@ -201,7 +222,10 @@ pub fn thickness_map(config: &Config, blocks: &Blocks, survey: &Survey) -> Resul
         }
     }
     let area = grid.cell_area();
-    let contributions = DataFrame::new_infer_height(vec![Column::new("cell".into(), cells), Column::new("volume".into(), vols)])?;
+    let contributions = DataFrame::new_infer_height(vec![
+        Column::new("cell".into(), cells),
+        Column::new("volume".into(), vols),
+    ])?;
     let simulated = contributions
         .lazy()
         .group_by([col("cell")])
@@ -209,15 +233,27 @@ pub fn thickness_map(config: &Config, blocks: &Blocks, survey: &Survey) -> Resul
     let cells = survey.cells.clone().lazy();
     let surveyed = cells.clone().filter(col("kind").eq(lit("deposit"))).select([
         col("cell"),
-        when(col("dz").gt(lit(0.0))).then(col("dz")).otherwise(lit(0.0)).alias("thickness_surveyed"),
+        when(col("dz").gt(lit(0.0)))
+            .then(col("dz"))
+            .otherwise(lit(0.0))
+            .alias("thickness_surveyed"),
         lit(true).alias("in_surveyed"),
     ]);
-    let scar = cells.filter(col("kind").eq(lit("scar"))).select([col("cell"), lit(true).alias("in_scar")]);
+    let scar =
+        cells.filter(col("kind").eq(lit("scar"))).select([col("cell"), lit(true).alias("in_scar")]);
     // Full outer join on the cell index, keeping one `cell` column.
     let full = |l: LazyFrame, r: LazyFrame| {
         l.join(r, [col("cell")], [col("cell")], JoinArgs::new(JoinType::Full))
-            .with_column(when(col("cell").is_null()).then(col("cell_right")).otherwise(col("cell")).alias("cell"))
-            .drop(Selector::ByName { names: Arc::from(vec![PlSmallStr::from("cell_right")]), strict: true })
+            .with_column(
+                when(col("cell").is_null())
+                    .then(col("cell_right"))
+                    .otherwise(col("cell"))
+                    .alias("cell"),
+            )
+            .drop(Selector::ByName {
+                names: Arc::from(vec![PlSmallStr::from("cell_right")]),
+                strict: true,
+            })
     };
     let frame = full(full(simulated, surveyed), scar)
         .with_columns([
@@ -285,7 +321,8 @@ fn u32_col(df: &DataFrame, name: &str) -> Result<Vec<u32>, Error> {
 pub fn write_thickness(path: &Path, map: &ThicknessMap, prov: &Provenance) -> Result<(), Error> {
     let df = &map.frame;
     let (x, y) = (f64_col(df, "x")?, f64_col(df, "y")?);
-    let geometry: Vec<Vec<u8>> = x.iter().zip(&y).map(|(x, y)| talus_io::geo::wkb_point(*x, *y)).collect();
+    let geometry: Vec<Vec<u8>> =
+        x.iter().zip(&y).map(|(x, y)| talus_io::geo::wkb_point(*x, *y)).collect();
     let schema = Arc::new(talus_schema::compare::thickness_schema());
     let columns: Vec<ArrayRef> = vec![
         Arc::new(UInt32Array::from(u32_col(df, "row")?)),
@@ -337,7 +374,8 @@ mod tests {
         let fp = footprint([2.0, 4.0, 1.0], q, 0.0, 0.0);
         assert!((polygon_area(&fp) - 8.0).abs() < 1e-12);
         // Tilted about x by 90°: the footprint is a x c.
-        let q = [(std::f64::consts::FRAC_PI_4).cos(), (std::f64::consts::FRAC_PI_4).sin(), 0.0, 0.0];
+        let q =
+            [(std::f64::consts::FRAC_PI_4).cos(), (std::f64::consts::FRAC_PI_4).sin(), 0.0, 0.0];
         let fp = footprint([2.0, 4.0, 1.0], q, 0.0, 0.0);
         assert!((polygon_area(&fp) - 2.0).abs() < 1e-9);
         assert!((half_height([2.0, 4.0, 1.0], q) - 2.0).abs() < 1e-9);
@@ -359,13 +397,15 @@ mod tests {
         let grid = Grid { x0: 0.0, y0: 0.0, cell: 1.0, nx: 20, ny: 20 };
         for (k, t) in [0.0_f64, 0.4, 1.1, 2.5].iter().enumerate() {
             let q = [(t / 2.0).cos(), (t / 2.0).sin() * 0.6, 0.0, (t / 2.0).sin() * 0.8];
-            let (parts, off) = spread_block(&grid, [3.0, 2.0, 1.5], q, 10.3 + k as f64 * 0.1, 9.7, 9.0);
+            let (parts, off) =
+                spread_block(&grid, [3.0, 2.0, 1.5], q, 10.3 + k as f64 * 0.1, 9.7, 9.0);
             let sum: f64 = parts.iter().map(|p| p.1).sum();
             assert!((sum - 9.0).abs() < 1e-9, "{sum}");
             assert_eq!(off, 0.0);
         }
         // Half the block off the west edge.
-        let (parts, off) = spread_block(&grid, [2.0, 2.0, 2.0], [1.0, 0.0, 0.0, 0.0], 0.0, 10.0, 8.0);
+        let (parts, off) =
+            spread_block(&grid, [2.0, 2.0, 2.0], [1.0, 0.0, 0.0, 0.0], 0.0, 10.0, 8.0);
         let sum: f64 = parts.iter().map(|p| p.1).sum();
         assert!((sum - 4.0).abs() < 1e-9 && (off - 4.0).abs() < 1e-9);
     }

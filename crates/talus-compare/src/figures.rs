@@ -47,7 +47,8 @@ pub struct Figure {
 }
 
 type Area<'a> = DrawingArea<BitMapBackend<'a>, Shift>;
-type Chart<'a, 'b> = ChartContext<'a, BitMapBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+type Chart<'a, 'b> =
+    ChartContext<'a, BitMapBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
 fn perr(path: &Path) -> impl Fn(String) -> Error + '_ {
     move |message| Error::Plot { path: path.to_path_buf(), message }
@@ -60,7 +61,11 @@ macro_rules! tryp {
 }
 
 /// Draw into `path` atomically (temporary PNG beside it, renamed on success).
-fn draw_png(path: &Path, size: (u32, u32), f: impl FnOnce(&Area) -> Result<(), String>) -> Result<(), Error> {
+fn draw_png(
+    path: &Path,
+    size: (u32, u32),
+    f: impl FnOnce(&Area) -> Result<(), String>,
+) -> Result<(), Error> {
     register_font();
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| perr(path)(e.to_string()))?;
@@ -95,8 +100,15 @@ const VIRIDIS: [(u8, u8, u8); 8] = [
     (254, 232, 37),
 ];
 /// Red (loss) - white - blue (gain), like the thesis's Fig. 6.25 (deficit in red).
-const DIVERGING: [(u8, u8, u8); 7] =
-    [(178, 24, 43), (239, 138, 98), (253, 219, 199), (247, 247, 247), (209, 229, 240), (103, 169, 207), (33, 102, 172)];
+const DIVERGING: [(u8, u8, u8); 7] = [
+    (178, 24, 43),
+    (239, 138, 98),
+    (253, 219, 199),
+    (247, 247, 247),
+    (209, 229, 240),
+    (103, 169, 207),
+    (33, 102, 172),
+];
 
 fn ramp(stops: &[(u8, u8, u8)], t: f64) -> RGBColor {
     let t = if t.is_finite() { t.clamp(0.0, 1.0) } else { 0.0 };
@@ -154,7 +166,13 @@ const XLAB: u32 = 56;
 const YLAB: u32 = 96;
 
 /// A chart with equal scale on both axes covering `extent`.
-fn plan_chart<'a, 'b>(area: &'a Area<'b>, title: &str, extent: [f64; 4], xdesc: &str, ydesc: &str) -> Result<(Chart<'a, 'b>, [f64; 4]), String> {
+fn plan_chart<'a, 'b>(
+    area: &'a Area<'b>,
+    title: &str,
+    extent: [f64; 4],
+    xdesc: &str,
+    ydesc: &str,
+) -> Result<(Chart<'a, 'b>, [f64; 4]), String> {
     let (w, h) = area.dim_in_pixel();
     let pw = w.saturating_sub(2 * MARGIN + YLAB).max(10) as f64;
     let ph = h.saturating_sub(2 * MARGIN + XLAB + CAPTION + 12).max(10) as f64;
@@ -185,7 +203,11 @@ fn plan_chart<'a, 'b>(area: &'a Area<'b>, title: &str, extent: [f64; 4], xdesc: 
 }
 
 /// Fill the plotting area pixel by pixel with `colour(x, y)` (data coordinates).
-fn draw_raster(chart: &Chart, e: [f64; 4], colour: impl Fn(f64, f64) -> Option<RGBColor>) -> Result<(), String> {
+fn draw_raster(
+    chart: &Chart,
+    e: [f64; 4],
+    colour: impl Fn(f64, f64) -> Option<RGBColor>,
+) -> Result<(), String> {
     let area = chart.plotting_area().strip_coord_spec();
     let (w, h) = area.dim_in_pixel();
     for py in 0..h {
@@ -201,7 +223,13 @@ fn draw_raster(chart: &Chart, e: [f64; 4], colour: impl Fn(f64, f64) -> Option<R
 }
 
 /// Draw zone outlines of one kind; the first ring carries the legend label.
-fn draw_zones(chart: &mut Chart, zones: &[Zone], kind: &str, colour: RGBColor, label: &str) -> Result<(), String> {
+fn draw_zones(
+    chart: &mut Chart,
+    zones: &[Zone],
+    kind: &str,
+    colour: RGBColor,
+    label: &str,
+) -> Result<(), String> {
     let mut labelled = false;
     for z in zones.iter().filter(|z| z.kind == kind) {
         for poly in &z.polygons {
@@ -209,7 +237,9 @@ fn draw_zones(chart: &mut Chart, zones: &[Zone], kind: &str, colour: RGBColor, l
                 let pts: Vec<(f64, f64)> = ring.iter().map(|p| (p[0], p[1])).collect();
                 let s = tryp!(chart.draw_series(LineSeries::new(pts, colour.stroke_width(3))));
                 if !labelled {
-                    s.label(label).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], colour.stroke_width(3)));
+                    s.label(label).legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 24, y)], colour.stroke_width(3))
+                    });
                     labelled = true;
                 }
             }
@@ -232,7 +262,13 @@ fn legend<'a, 'b: 'a>(chart: &mut Chart<'a, 'b>, pos: SeriesLabelPosition) -> Re
 }
 
 /// A vertical colour bar for values in `[lo, hi]`.
-fn colour_bar(area: &Area, lo: f64, hi: f64, label: &str, cmap: fn(f64) -> RGBColor) -> Result<(), String> {
+fn colour_bar(
+    area: &Area,
+    lo: f64,
+    hi: f64,
+    label: &str,
+    cmap: fn(f64) -> RGBColor,
+) -> Result<(), String> {
     let hi = if hi > lo { hi } else { lo + 1.0 };
     let (_, h) = area.dim_in_pixel();
     let mut chart = tryp!(
@@ -247,7 +283,8 @@ fn colour_bar(area: &Area, lo: f64, hi: f64, label: &str, cmap: fn(f64) -> RGBCo
     );
     let n = (h as usize).max(2);
     tryp!(chart.draw_series((0..n).map(|i| {
-        let (a, b) = (lo + (hi - lo) * i as f64 / n as f64, lo + (hi - lo) * (i + 1) as f64 / n as f64);
+        let (a, b) =
+            (lo + (hi - lo) * i as f64 / n as f64, lo + (hi - lo) * (i + 1) as f64 / n as f64);
         Rectangle::new([(0.0, a), (1.0, b)], cmap((a - lo) / (hi - lo)).filled())
     })));
     tryp!(
@@ -293,7 +330,13 @@ fn dod_figure(config: &Config, s: &Survey, path: &Path) -> Result<(), Error> {
     let lim = quantile(s.dz.iter().map(|v| v.abs()), 0.99).unwrap_or(1.0).max(1e-3);
     draw_png(path, size, |root| {
         let (map_area, bar_area) = root.split_horizontally(size.0 - 130);
-        let (mut chart, e) = plan_chart(&map_area, "DEM of difference (post - pre)", s.grid.extent(), "easting (m)", "northing (m)")?;
+        let (mut chart, e) = plan_chart(
+            &map_area,
+            "DEM of difference (post - pre)",
+            s.grid.extent(),
+            "easting (m)",
+            "northing (m)",
+        )?;
         draw_raster(&chart, e, |x, y| {
             let v = sample(&s.grid, &s.dz, x, y)?;
             Some(if v.is_finite() { diverging((v + lim) / (2.0 * lim)) } else { NODATA })
@@ -305,12 +348,21 @@ fn dod_figure(config: &Config, s: &Survey, path: &Path) -> Result<(), Error> {
     })
 }
 
-fn deposit_figure(config: &Config, s: &Survey, map: &ThicknessMap, data: &Data, path: &Path) -> Result<(), Error> {
+fn deposit_figure(
+    config: &Config,
+    s: &Survey,
+    map: &ThicknessMap,
+    data: &Data,
+    path: &Path,
+) -> Result<(), Error> {
     let size = (config.figure_width, config.figure_height);
     let g = s.grid;
-    let surveyed: Vec<f64> =
-        (0..s.dz.len()).map(|k| if s.class[k] == CELL_DEPOSIT && s.dz[k] > 0.0 { s.dz[k] } else { 0.0 }).collect();
-    let hi = quantile(surveyed.iter().chain(map.simulated.iter()).copied().filter(|v| *v > 0.0), 0.99).unwrap_or(1.0);
+    let surveyed: Vec<f64> = (0..s.dz.len())
+        .map(|k| if s.class[k] == CELL_DEPOSIT && s.dz[k] > 0.0 { s.dz[k] } else { 0.0 })
+        .collect();
+    let hi =
+        quantile(surveyed.iter().chain(map.simulated.iter()).copied().filter(|v| *v > 0.0), 0.99)
+            .unwrap_or(1.0);
     // Extent: both deposits, the scar and the final blocks, with a margin.
     let mut ext = [f64::INFINITY, f64::INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY];
     let mut grow = |x: f64, y: f64| {
@@ -334,7 +386,10 @@ fn deposit_figure(config: &Config, s: &Survey, map: &ThicknessMap, data: &Data, 
     draw_png(path, size, |root| {
         let (maps, bar_area) = root.split_horizontally(size.0 - 130);
         let panels = maps.split_evenly((1, 2));
-        let sources = [("Surveyed deposit thickness", &surveyed), ("Simulated deposit thickness", &map.simulated)];
+        let sources = [
+            ("Surveyed deposit thickness", &surveyed),
+            ("Simulated deposit thickness", &map.simulated),
+        ];
         for (panel, (p, (title, values))) in panels.iter().zip(sources).enumerate() {
             let (mut chart, e) = plan_chart(p, title, ext, "easting (m)", "northing (m)")?;
             draw_raster(&chart, e, |x, y| {
@@ -350,9 +405,18 @@ fn deposit_figure(config: &Config, s: &Survey, map: &ThicknessMap, data: &Data, 
                 }
             })?;
             draw_zones(&mut chart, &s.zones, "scar", SCAR_COLOUR, "scar outline")?;
-            draw_zones(&mut chart, &s.zones, "deposit", DEPOSIT_COLOUR, "surveyed deposit outline")?;
+            draw_zones(
+                &mut chart,
+                &s.zones,
+                "deposit",
+                DEPOSIT_COLOUR,
+                "surveyed deposit outline",
+            )?;
             if panel == 1 {
-                let pts: Vec<(f64, f64)> = (0..fb.len()).filter(|&i| map.deposited[i]).map(|i| (fb.x[i], fb.y[i])).collect();
+                let pts: Vec<(f64, f64)> = (0..fb.len())
+                    .filter(|&i| map.deposited[i])
+                    .map(|i| (fb.x[i], fb.y[i]))
+                    .collect();
                 tryp!(chart.draw_series(pts.iter().map(|p| Circle::new(*p, 2, BLACK.filled()))))
                     .label("block centres")
                     .legend(|(x, y)| Circle::new((x + 12, y), 3, BLACK.filled()));
@@ -375,7 +439,13 @@ fn energy_unit(max: f64) -> (f64, &'static str) {
 }
 
 /// Stacked time-series panels, each `(title, values, colour)`.
-fn energy_panels(config: &Config, path: &Path, title: &str, time: &[f64], panels: &[(&str, &[f64], RGBColor)]) -> Result<(), Error> {
+fn energy_panels(
+    config: &Config,
+    path: &Path,
+    title: &str,
+    time: &[f64],
+    panels: &[(&str, &[f64], RGBColor)],
+) -> Result<(), Error> {
     let size = (config.figure_width, config.figure_height);
     let t0 = time.first().copied().unwrap_or(0.0);
     let t1 = time.last().copied().unwrap_or(1.0).max(t0 + 1e-9);
@@ -384,7 +454,8 @@ fn energy_panels(config: &Config, path: &Path, title: &str, time: &[f64], panels
         let areas = root.split_evenly((panels.len(), 1));
         for (area, (name, values, colour)) in areas.iter().zip(panels) {
             let fin = values.iter().copied().filter(|v| v.is_finite());
-            let (lo, hi) = fin.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
+            let (lo, hi) =
+                fin.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
             let (lo, hi) = if lo.is_finite() { (lo, hi) } else { (0.0, 1.0) };
             let (scale, unit) = energy_unit(lo.abs().max(hi.abs()));
             let (lo, hi) = (lo / scale, hi / scale);
@@ -410,7 +481,11 @@ fn energy_panels(config: &Config, path: &Path, title: &str, time: &[f64], panels
                     .axis_desc_style((FONT, 15))
                     .draw()
             );
-            let pts = time.iter().zip(values.iter()).filter(|(_, v)| v.is_finite()).map(|(t, v)| (*t, v / scale));
+            let pts = time
+                .iter()
+                .zip(values.iter())
+                .filter(|(_, v)| v.is_finite())
+                .map(|(t, v)| (*t, v / scale));
             tryp!(chart.draw_series(LineSeries::new(pts, colour.stroke_width(2))));
         }
         Ok(())
@@ -423,8 +498,11 @@ fn trajectories_figure(config: &Config, data: &Data, path: &Path, side: bool) ->
     let blocks = tr.per_block();
     let n = blocks.len();
     let keep = config.max_trajectories.max(1);
-    let chosen: Vec<&(u32, std::ops::Range<usize>)> =
-        if n <= keep { blocks.iter().collect() } else { (0..keep).map(|i| &blocks[i * n / keep]).collect() };
+    let chosen: Vec<&(u32, std::ops::Range<usize>)> = if n <= keep {
+        blocks.iter().collect()
+    } else {
+        (0..keep).map(|i| &blocks[i * n / keep]).collect()
+    };
     let coord = |i: usize| if side { (tr.x[i], tr.z[i]) } else { (tr.x[i], tr.y[i]) };
     let mut ext = [f64::INFINITY, f64::INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY];
     for i in 0..tr.x.len() {
@@ -458,7 +536,12 @@ fn trajectories_figure(config: &Config, data: &Data, path: &Path, side: bool) ->
         let (mut chart, e) = plan_chart(&map_area, &title, ext, "easting (m)", ydesc)?;
         if !side && let Some(s) = &data.survey {
             // Pre-event elevation in grey as background.
-            let (lo, hi) = s.z_pre.iter().copied().filter(|v| v.is_finite()).fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
+            let (lo, hi) = s
+                .z_pre
+                .iter()
+                .copied()
+                .filter(|v| v.is_finite())
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
             if lo.is_finite() && hi > lo {
                 draw_raster(&chart, e, |x, y| {
                     let v = sample(&s.grid, &s.z_pre, x, y)?;
@@ -469,7 +552,13 @@ fn trajectories_figure(config: &Config, data: &Data, path: &Path, side: bool) ->
                 })?;
             }
             draw_zones(&mut chart, &s.zones, "scar", SCAR_COLOUR, "scar outline")?;
-            draw_zones(&mut chart, &s.zones, "deposit", DEPOSIT_COLOUR, "surveyed deposit outline")?;
+            draw_zones(
+                &mut chart,
+                &s.zones,
+                "deposit",
+                DEPOSIT_COLOUR,
+                "surveyed deposit outline",
+            )?;
         }
         // Each path coloured by time along it (viridis: dark = start, yellow = end).
         for (_, r) in &chosen {
@@ -493,11 +582,21 @@ fn trajectories_figure(config: &Config, data: &Data, path: &Path, side: bool) ->
 }
 
 /// Draw every figure that the inputs allow into `dir`.
-pub fn draw_all(config: &Config, data: &Data, map: Option<&ThicknessMap>, dir: &Path) -> Result<Vec<Figure>, Error> {
+pub fn draw_all(
+    config: &Config,
+    data: &Data,
+    map: Option<&ThicknessMap>,
+    dir: &Path,
+) -> Result<Vec<Figure>, Error> {
     let mut figs = Vec::new();
     let mut add = |file: &str, title: &str, caption: &str| {
         let path = dir.join(file);
-        figs.push(Figure { file: file.into(), path: path.clone(), title: title.into(), caption: caption.into() });
+        figs.push(Figure {
+            file: file.into(),
+            path: path.clone(),
+            title: title.into(),
+            caption: caption.into(),
+        });
         path
     };
     if let (Some(s), Some(m)) = (&data.survey, map) {

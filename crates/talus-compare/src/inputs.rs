@@ -72,11 +72,17 @@ impl Grid {
     pub fn cell_of(&self, x: f64, y: f64) -> Option<(usize, usize)> {
         let c = ((x - self.x0) / self.cell).floor();
         let r = ((y - self.y0) / self.cell).floor();
-        (c >= 0.0 && r >= 0.0 && (c as usize) < self.nx && (r as usize) < self.ny).then(|| (r as usize, c as usize))
+        (c >= 0.0 && r >= 0.0 && (c as usize) < self.nx && (r as usize) < self.ny)
+            .then(|| (r as usize, c as usize))
     }
     /// `[xmin, ymin, xmax, ymax]`.
     pub fn extent(&self) -> [f64; 4] {
-        [self.x0, self.y0, self.x0 + self.nx as f64 * self.cell, self.y0 + self.ny as f64 * self.cell]
+        [
+            self.x0,
+            self.y0,
+            self.x0 + self.nx as f64 * self.cell,
+            self.y0 + self.ny as f64 * self.cell,
+        ]
     }
     /// Cell area, m².
     pub fn cell_area(&self) -> f64 {
@@ -131,8 +137,13 @@ impl Blocks {
         };
         for i in 0..b.len() {
             let dims = [b.a[i], b.b[i], b.c[i]];
-            if !dims.iter().all(|d| d.is_finite() && *d > 0.0) || ![b.x[i], b.y[i], b.z[i]].iter().all(|v| v.is_finite()) {
-                return Err(Error::input(path, format!("block {} has invalid size or position", b.id[i])));
+            if !dims.iter().all(|d| d.is_finite() && *d > 0.0)
+                || ![b.x[i], b.y[i], b.z[i]].iter().all(|v| v.is_finite())
+            {
+                return Err(Error::input(
+                    path,
+                    format!("block {} has invalid size or position", b.id[i]),
+                ));
             }
         }
         Ok(b)
@@ -273,14 +284,22 @@ pub fn load(inputs: &Inputs) -> Result<Data, Error> {
             Blocks::read(&require(p.clone())?)?,
             p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
         ),
-        None => (initial_from_trajectories(&final_blocks, &trajectories), "first step of the trajectories".to_string()),
+        None => (
+            initial_from_trajectories(&final_blocks, &trajectories),
+            "first step of the trajectories".to_string(),
+        ),
     };
     let survey = match &inputs.diff_dir {
-        Some(d) => Some(read_survey(&require(d.join("dod.parquet"))?, &require(d.join("zones.parquet"))?)?),
+        Some(d) => {
+            Some(read_survey(&require(d.join("dod.parquet"))?, &require(d.join("zones.parquet"))?)?)
+        }
         None => None,
     };
     let terrain = match &inputs.terrain_dir {
-        Some(d) => Some(read_terrain(&require(d.join("vertices.parquet"))?, &require(d.join("triangles.parquet"))?)?),
+        Some(d) => Some(read_terrain(
+            &require(d.join("vertices.parquet"))?,
+            &require(d.join("triangles.parquet"))?,
+        )?),
         None => None,
     };
     Ok(Data {
@@ -312,7 +331,10 @@ fn read_trajectories(path: &Path) -> Result<Trajectories, Error> {
         x: pick(&x),
         y: pick(&y),
         z: pick(&z),
-        speed: order.iter().map(|&i| (vx[i] * vx[i] + vy[i] * vy[i] + vz[i] * vz[i]).sqrt()).collect(),
+        speed: order
+            .iter()
+            .map(|&i| (vx[i] * vx[i] + vy[i] * vy[i] + vz[i] * vz[i]).sqrt())
+            .collect(),
     })
 }
 
@@ -334,7 +356,11 @@ fn read_energies(path: &Path) -> Result<Energies, Error> {
         potential: col("potential")?,
         dissipated: col("dissipated")?,
         dissipated_cumulative: col("dissipated_cumulative")?,
-        balance_error: if t.has_column("balance_error") { Some(col("balance_error")?) } else { None },
+        balance_error: if t.has_column("balance_error") {
+            Some(col("balance_error")?)
+        } else {
+            None
+        },
     })
 }
 
@@ -342,7 +368,11 @@ fn read_diagnostics(path: &Path) -> Result<Diagnostics, Error> {
     let t = read_table(path, &run::diagnostics_schema())?;
     let fallback = t.bools("fallback")?;
     let pen = t.f64s("max_penetration")?;
-    let (bb, bt, bp) = (t.u32s("contacts_block_block")?, t.u32s("contacts_block_terrain")?, t.u32s("contacts_block_plane")?);
+    let (bb, bt, bp) = (
+        t.u32s("contacts_block_block")?,
+        t.u32s("contacts_block_terrain")?,
+        t.u32s("contacts_block_plane")?,
+    );
     let mut status_counts = BTreeMap::new();
     for s in t.strings("status")? {
         *status_counts.entry(s).or_insert(0) += 1;
@@ -359,7 +389,8 @@ fn read_diagnostics(path: &Path) -> Result<Diagnostics, Error> {
 /// The initial state from the first recorded step of each block, with sizes and masses
 /// from the final state (same ids).
 fn initial_from_trajectories(final_blocks: &Blocks, tr: &Trajectories) -> Blocks {
-    let by_id: BTreeMap<u32, usize> = final_blocks.id.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+    let by_id: BTreeMap<u32, usize> =
+        final_blocks.id.iter().enumerate().map(|(i, id)| (*id, i)).collect();
     let mut b = Blocks::default();
     for (id, range) in tr.per_block() {
         let Some(&k) = by_id.get(&id) else { continue };
@@ -382,12 +413,18 @@ fn initial_from_trajectories(final_blocks: &Blocks, tr: &Trajectories) -> Blocks
 }
 
 fn parse_grid(path: &Path, meta: &BTreeMap<String, String>) -> Result<Grid, Error> {
-    let text = meta
-        .get(diff::GRID_KEY)
-        .ok_or_else(|| Error::input(path, format!("no grid geometry under metadata key `{}`", diff::GRID_KEY)))?;
+    let text = meta.get(diff::GRID_KEY).ok_or_else(|| {
+        Error::input(path, format!("no grid geometry under metadata key `{}`", diff::GRID_KEY))
+    })?;
     let g: Grid = serde_json::from_str(text)
         .map_err(|e| Error::input(path, format!("bad grid geometry `{text}`: {e}")))?;
-    if !(g.cell > 0.0 && g.cell.is_finite() && g.nx > 0 && g.ny > 0 && g.x0.is_finite() && g.y0.is_finite()) {
+    if !(g.cell > 0.0
+        && g.cell.is_finite()
+        && g.nx > 0
+        && g.ny > 0
+        && g.x0.is_finite()
+        && g.y0.is_finite())
+    {
         return Err(Error::input(path, format!("degenerate grid geometry `{text}`")));
     }
     Ok(g)
@@ -399,23 +436,42 @@ pub fn read_survey(dod_path: &Path, zones_path: &Path) -> Result<Survey, Error> 
     let grid = parse_grid(dod_path, &dod.metadata)?;
     let zt = read_table(zones_path, &diff::zones_schema())?;
     let mut zones = Vec::new();
-    let (zid, kind, area, vol, geom) =
-        (zt.i32s("zone_id")?, zt.strings("kind")?, zt.f64s("area")?, zt.f64s("volume")?, zt.binaries("geometry")?);
+    let (zid, kind, area, vol, geom) = (
+        zt.i32s("zone_id")?,
+        zt.strings("kind")?,
+        zt.f64s("area")?,
+        zt.f64s("volume")?,
+        zt.binaries("geometry")?,
+    );
     for i in 0..zid.len() {
         if kind[i] != "scar" && kind[i] != "deposit" {
-            return Err(Error::input(zones_path, format!("zone {} has unknown kind `{}`", zid[i], kind[i])));
+            return Err(Error::input(
+                zones_path,
+                format!("zone {} has unknown kind `{}`", zid[i], kind[i]),
+            ));
         }
-        let polygons = talus_io::geo::parse_wkb_polygons(&geom[i])
-            .ok_or_else(|| Error::input(zones_path, format!("zone {}: geometry is not a WKB polygon", zid[i])))?;
-        zones.push(Zone { zone_id: zid[i], kind: kind[i].clone(), area: area[i], volume: vol[i], polygons });
+        let polygons = talus_io::geo::parse_wkb_polygons(&geom[i]).ok_or_else(|| {
+            Error::input(zones_path, format!("zone {}: geometry is not a WKB polygon", zid[i]))
+        })?;
+        zones.push(Zone {
+            zone_id: zid[i],
+            kind: kind[i].clone(),
+            area: area[i],
+            volume: vol[i],
+            polygons,
+        });
     }
     let (rows, cols) = (dod.u32s("row")?, dod.u32s("col")?);
     for i in 0..rows.len() {
         if rows[i] as usize >= grid.ny || cols[i] as usize >= grid.nx {
-            return Err(Error::input(dod_path, format!("cell ({}, {}) outside the {}x{} grid", rows[i], cols[i], grid.ny, grid.nx)));
+            return Err(Error::input(
+                dod_path,
+                format!("cell ({}, {}) outside the {}x{} grid", rows[i], cols[i], grid.ny, grid.nx),
+            ));
         }
     }
-    let cell: Vec<i64> = (0..rows.len()).map(|i| grid.index(rows[i] as usize, cols[i] as usize) as i64).collect();
+    let cell: Vec<i64> =
+        (0..rows.len()).map(|i| grid.index(rows[i] as usize, cols[i] as usize) as i64).collect();
     let cells = DataFrame::new_infer_height(vec![
         Column::new("cell".into(), cell),
         Column::new("x".into(), dod.f64s("x")?),
@@ -436,7 +492,8 @@ pub fn read_survey(dod_path: &Path, zones_path: &Path) -> Result<Survey, Error> 
         .sort(["cell"], Default::default())
         .collect()?;
     let n = grid.nx * grid.ny;
-    let (mut dz, mut z_pre, mut z_post, mut class) = (vec![f64::NAN; n], vec![f64::NAN; n], vec![f64::NAN; n], vec![CELL_NONE; n]);
+    let (mut dz, mut z_pre, mut z_post, mut class) =
+        (vec![f64::NAN; n], vec![f64::NAN; n], vec![f64::NAN; n], vec![CELL_NONE; n]);
     let c_cell = cells.column("cell")?.i64()?;
     let c_dz = cells.column("dz")?.f64()?;
     let c_pre = cells.column("z_pre")?.f64()?;
@@ -468,7 +525,10 @@ fn read_terrain(vertices: &Path, triangles: &Path) -> Result<Terrain, Error> {
     };
     let n = out.x.len() as u32;
     if out.triangles.iter().any(|t| t.iter().any(|&k| k >= n)) {
-        return Err(Error::input(triangles, format!("a triangle refers to a vertex beyond the {n} vertices")));
+        return Err(Error::input(
+            triangles,
+            format!("a triangle refers to a vertex beyond the {n} vertices"),
+        ));
     }
     Ok(out)
 }

@@ -78,7 +78,8 @@ impl Config {
         if !(self.min_thickness.is_finite() && self.min_thickness >= 0.0) {
             return bad(format!("min_thickness must be >= 0 m, got {}", self.min_thickness));
         }
-        if !(400..=8000).contains(&self.figure_width) || !(300..=8000).contains(&self.figure_height) {
+        if !(400..=8000).contains(&self.figure_width) || !(300..=8000).contains(&self.figure_height)
+        {
             return bad(format!(
                 "figure size must be within 400x300 and 8000x8000 pixels, got {}x{}",
                 self.figure_width, self.figure_height
@@ -200,7 +201,10 @@ pub fn run(
         blocks: data.final_blocks.len(),
         metrics_applicable: metrics.iter().filter(|m| m.applicable).count(),
         metrics_total: metrics.len(),
-        deposit_iou: metrics.iter().find(|m| m.metric == "deposit_iou" && m.applicable).map(|m| m.value),
+        deposit_iou: metrics
+            .iter()
+            .find(|m| m.metric == "deposit_iou" && m.applicable)
+            .map(|m| m.value),
         figures: figs.iter().map(|f| f.file.clone()).collect(),
         report: out.report,
     })

@@ -36,14 +36,25 @@ pub const NO_SURVEY: &str = "not applicable: no survey (run without --diff)";
 struct List(Vec<Metric>);
 
 impl List {
-    fn push(&mut self, metric: &str, value: Option<f64>, unit: &str, description: &str, why_not: &str) {
+    fn push(
+        &mut self,
+        metric: &str,
+        value: Option<f64>,
+        unit: &str,
+        description: &str,
+        why_not: &str,
+    ) {
         let applicable = value.is_some_and(f64::is_finite);
         self.0.push(Metric {
             metric: metric.to_string(),
             value: if applicable { value.unwrap_or(f64::NAN) } else { f64::NAN },
             unit: unit.to_string(),
             applicable,
-            description: if applicable { description.to_string() } else { format!("{description} ({why_not})") },
+            description: if applicable {
+                description.to_string()
+            } else {
+                format!("{description} ({why_not})")
+            },
         });
     }
 }
@@ -51,26 +62,74 @@ impl List {
 /// The deposit metrics that need a survey, with their units and descriptions, in the
 /// order they are listed.
 pub const DEPOSIT_METRICS: &[(&str, &str, &str)] = &[
-    ("deposit_area_simulated", "m^2", "area of the cells with simulated thickness above min_thickness"),
+    (
+        "deposit_area_simulated",
+        "m^2",
+        "area of the cells with simulated thickness above min_thickness",
+    ),
     ("deposit_area_surveyed", "m^2", "area of the cells of the surveyed deposit zones"),
     ("deposit_iou", "1", "intersection over union of the simulated and surveyed deposit areas"),
     ("deposit_volume_simulated", "m^3", "bulked volume of the deposited blocks on the grid"),
     ("deposit_volume_surveyed", "m^3", "volume of the positive dz in the surveyed deposit zones"),
-    ("volume_overlap", "1", "volume-weighted overlap sum(min(h, d)) / sum(max(h, d)) over the grid"),
-    ("thickness_rmse", "m", "root mean square of simulated minus surveyed thickness over the union of both deposits"),
-    ("thickness_bias", "m", "mean of simulated minus surveyed thickness over the union of both deposits"),
-    ("centroid_offset", "m", "horizontal distance from the surveyed to the simulated deposit centroid (thickness-weighted)"),
-    ("centroid_azimuth", "deg", "azimuth (clockwise from north) of the offset from the surveyed to the simulated centroid"),
-    ("runout_simulated", "m", "distance along the flow from the crown of the scar to the farthest deposited block"),
-    ("runout_surveyed", "m", "distance along the flow from the crown of the scar to the farthest surveyed deposit cell"),
-    ("travel_angle_simulated", "deg", "Fahrboschung atan(H/L): drop H from the crown to the base of the farthest block over its runout L"),
-    ("travel_angle_surveyed", "deg", "Fahrboschung atan(H/L): drop H from the crown to the farthest deposit cell's surface over its runout L"),
+    (
+        "volume_overlap",
+        "1",
+        "volume-weighted overlap sum(min(h, d)) / sum(max(h, d)) over the grid",
+    ),
+    (
+        "thickness_rmse",
+        "m",
+        "root mean square of simulated minus surveyed thickness over the union of both deposits",
+    ),
+    (
+        "thickness_bias",
+        "m",
+        "mean of simulated minus surveyed thickness over the union of both deposits",
+    ),
+    (
+        "centroid_offset",
+        "m",
+        "horizontal distance from the surveyed to the simulated deposit centroid (thickness-weighted)",
+    ),
+    (
+        "centroid_azimuth",
+        "deg",
+        "azimuth (clockwise from north) of the offset from the surveyed to the simulated centroid",
+    ),
+    (
+        "runout_simulated",
+        "m",
+        "distance along the flow from the crown of the scar to the farthest deposited block",
+    ),
+    (
+        "runout_surveyed",
+        "m",
+        "distance along the flow from the crown of the scar to the farthest surveyed deposit cell",
+    ),
+    (
+        "travel_angle_simulated",
+        "deg",
+        "Fahrboschung atan(H/L): drop H from the crown to the base of the farthest block over its runout L",
+    ),
+    (
+        "travel_angle_surveyed",
+        "deg",
+        "Fahrboschung atan(H/L): drop H from the crown to the farthest deposit cell's surface over its runout L",
+    ),
     ("h_over_l_simulated", "1", "H/L ratio of the simulated runout"),
     ("h_over_l_surveyed", "1", "H/L ratio of the surveyed runout"),
     ("lateral_spread_simulated", "m", "width of the simulated deposit across the flow direction"),
     ("lateral_spread_surveyed", "m", "width of the surveyed deposit across the flow direction"),
-    ("volume_fraction_in_scar", "1", "fraction of the seeded volume whose blocks ended with their centre in the scar"),
-    ("volume_off_grid", "m^3", "bulked volume of deposited blocks whose footprint fell outside the DoD grid"),
+    (
+        "volume_fraction_in_scar",
+        "1",
+        "fraction of the seeded volume whose blocks ended with their centre in the scar",
+    ),
+    (
+        "volume_off_grid",
+        "m^3",
+        "bulked volume of deposited blocks whose footprint fell outside the DoD grid",
+    ),
 ];
 
 /// Scalar aggregates of the thickness map, computed with polars.
@@ -183,7 +242,11 @@ fn flow(data: &Data, agg: &Aggregates) -> Option<Flow> {
     let dep = agg.centroid_obs?;
     let (fx, fy) = (dep[0] - sc[0], dep[1] - sc[1]);
     let len = fx.hypot(fy);
-    (len > 0.0).then(|| Flow { crown: crown.unwrap_or([sc[0], sc[1], f64::NAN]), dir: [fx / len, fy / len], scar_centroid: sc })
+    (len > 0.0).then(|| Flow {
+        crown: crown.unwrap_or([sc[0], sc[1], f64::NAN]),
+        dir: [fx / len, fy / len],
+        scar_centroid: sc,
+    })
 }
 
 /// Flow geometry of a run with survey (for the figures).
@@ -193,7 +256,11 @@ pub fn flow_of(data: &Data, map: &ThicknessMap) -> Option<Flow> {
 
 /// Compute every metric. Without a survey (`map` is `None`) the deposit metrics are
 /// listed as not applicable.
-pub fn compute(config: &Config, data: &Data, map: Option<&ThicknessMap>) -> Result<Vec<Metric>, Error> {
+pub fn compute(
+    config: &Config,
+    data: &Data,
+    map: Option<&ThicknessMap>,
+) -> Result<Vec<Metric>, Error> {
     let mut out = List(Vec::new());
     let fb = &data.final_blocks;
     let seeded: f64 = (0..data.initial_blocks.len()).map(|i| data.initial_blocks.volume(i)).sum();
@@ -220,11 +287,20 @@ pub fn compute(config: &Config, data: &Data, map: Option<&ThicknessMap>) -> Resu
                 Some(a.rmse),
                 Some(a.bias),
             ];
-            let offset = a.centroid_sim.zip(a.centroid_obs).map(|(s, o)| (s[0] - o[0], s[1] - o[1]));
+            let offset =
+                a.centroid_sim.zip(a.centroid_obs).map(|(s, o)| (s[0] - o[0], s[1] - o[1]));
             v.push(offset.map(|(dx, dy)| dx.hypot(dy)));
             v.push(offset.map(|(dx, dy)| dx.atan2(dy).to_degrees().rem_euclid(360.0)));
-            let (mut run_s, mut run_o, mut ta_s, mut ta_o, mut hl_s, mut hl_o, mut lat_s, mut lat_o) =
-                (None, None, None, None, None, None, None, None);
+            let (
+                mut run_s,
+                mut run_o,
+                mut ta_s,
+                mut ta_o,
+                mut hl_s,
+                mut hl_o,
+                mut lat_s,
+                mut lat_o,
+            ) = (None, None, None, None, None, None, None, None);
             if let (Some(f), Some(s)) = (fl, data.survey.as_ref()) {
                 let c = f.crown;
                 let along = |x: f64, y: f64| (x - c[0]) * f.dir[0] + (y - c[1]) * f.dir[1];
@@ -283,11 +359,16 @@ pub fn compute(config: &Config, data: &Data, map: Option<&ThicknessMap>) -> Resu
                 lat_o = (hi_o >= lo_o).then(|| hi_o - lo_o + g.cell);
             }
             v.extend([run_s, run_o, ta_s, ta_o, hl_s, hl_o, lat_s, lat_o]);
-            let scar_vol: f64 = (0..fb.len()).filter(|&i| map.in_scar[i]).map(|i| fb.volume(i)).sum();
+            let scar_vol: f64 =
+                (0..fb.len()).filter(|&i| map.in_scar[i]).map(|i| fb.volume(i)).sum();
             v.push((seeded > 0.0).then(|| scar_vol / seeded));
             v.push(Some(map.volume_off_grid));
             for ((name, unit, desc), value) in DEPOSIT_METRICS.iter().zip(v) {
-                let why = if name.contains("runout") || name.contains("travel") || name.contains("h_over_l") || name.contains("lateral") {
+                let why = if name.contains("runout")
+                    || name.contains("travel")
+                    || name.contains("h_over_l")
+                    || name.contains("lateral")
+                {
                     no_flow
                 } else {
                     "not applicable: empty simulated or surveyed deposit"
@@ -309,15 +390,46 @@ pub fn compute(config: &Config, data: &Data, map: Option<&ThicknessMap>) -> Resu
         "fraction of the seeded volume whose blocks left the terrain (inactive at the end)",
         "not applicable: no seeded volume",
     );
-    out.push("simulated_time", e.time.last().copied(), "s", "simulated time at the last step", no_e);
+    out.push(
+        "simulated_time",
+        e.time.last().copied(),
+        "s",
+        "simulated time at the last step",
+        no_e,
+    );
     out.push("steps", Some(data.diagnostics.steps as f64), "1", "time steps run", "");
-    let (kmax_i, kmax) = e.kinetic.iter().enumerate().fold((None, f64::NEG_INFINITY), |acc, (i, &k)| {
-        if k > acc.1 { (Some(i), k) } else { acc }
-    });
-    out.push("kinetic_energy_peak", kmax_i.map(|_| kmax), "J", "largest total kinetic energy", no_e);
-    out.push("kinetic_energy_peak_time", kmax_i.map(|i| e.time[i]), "s", "time of the kinetic energy peak", no_e);
-    out.push("kinetic_energy_final", e.kinetic.last().copied(), "J", "total kinetic energy at the last step", no_e);
-    out.push("dissipated_total", e.dissipated_cumulative.last().copied(), "J", "energy dissipated by the percussions over the run", no_e);
+    let (kmax_i, kmax) =
+        e.kinetic.iter().enumerate().fold((None, f64::NEG_INFINITY), |acc, (i, &k)| {
+            if k > acc.1 { (Some(i), k) } else { acc }
+        });
+    out.push(
+        "kinetic_energy_peak",
+        kmax_i.map(|_| kmax),
+        "J",
+        "largest total kinetic energy",
+        no_e,
+    );
+    out.push(
+        "kinetic_energy_peak_time",
+        kmax_i.map(|i| e.time[i]),
+        "s",
+        "time of the kinetic energy peak",
+        no_e,
+    );
+    out.push(
+        "kinetic_energy_final",
+        e.kinetic.last().copied(),
+        "J",
+        "total kinetic energy at the last step",
+        no_e,
+    );
+    out.push(
+        "dissipated_total",
+        e.dissipated_cumulative.last().copied(),
+        "J",
+        "energy dissipated by the percussions over the run",
+        no_e,
+    );
     let p0 = e.potential.first().copied();
     out.push(
         "potential_energy_drop",
@@ -327,7 +439,9 @@ pub fn compute(config: &Config, data: &Data, map: Option<&ThicknessMap>) -> Resu
         no_e,
     );
     let balance = (!e.kinetic.is_empty()).then(|| {
-        let drop = (0..e.kinetic.len()).map(|i| e.potential[0] - e.potential[i]).fold(0.0, f64::max) + e.kinetic[0];
+        let drop =
+            (0..e.kinetic.len()).map(|i| e.potential[0] - e.potential[i]).fold(0.0, f64::max)
+                + e.kinetic[0];
         let worst = match &e.balance_error {
             // The run's own balance (separation work and removed blocks accounted for).
             Some(b) => b.iter().map(|v| v.abs()).fold(0.0, f64::max),
@@ -346,12 +460,18 @@ pub fn compute(config: &Config, data: &Data, map: Option<&ThicknessMap>) -> Resu
         no_e,
     );
     let ib = &data.initial_blocks;
-    let init: std::collections::BTreeMap<u32, usize> = ib.id.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+    let init: std::collections::BTreeMap<u32, usize> =
+        ib.id.iter().enumerate().map(|(i, id)| (*id, i)).collect();
     let disp: Vec<f64> = (0..fb.len())
         .filter(|&i| fb.active[i])
         .filter_map(|i| {
             let j = *init.get(&fb.id[i])?;
-            Some(((fb.x[i] - ib.x[j]).powi(2) + (fb.y[i] - ib.y[j]).powi(2) + (fb.z[i] - ib.z[j]).powi(2)).sqrt())
+            Some(
+                ((fb.x[i] - ib.x[j]).powi(2)
+                    + (fb.y[i] - ib.y[j]).powi(2)
+                    + (fb.z[i] - ib.z[j]).powi(2))
+                .sqrt(),
+            )
         })
         .collect();
     let no_d = "not applicable: no active block matches an initial block";
@@ -362,7 +482,13 @@ pub fn compute(config: &Config, data: &Data, map: Option<&ThicknessMap>) -> Resu
         "mean distance between initial and final centres of the active blocks",
         no_d,
     );
-    out.push("displacement_max", disp.iter().copied().reduce(f64::max), "m", "largest distance between initial and final centre", no_d);
+    out.push(
+        "displacement_max",
+        disp.iter().copied().reduce(f64::max),
+        "m",
+        "largest distance between initial and final centre",
+        no_d,
+    );
     out.push(
         "speed_max",
         data.trajectories.speed.iter().copied().reduce(f64::max),
@@ -371,15 +497,38 @@ pub fn compute(config: &Config, data: &Data, map: Option<&ThicknessMap>) -> Resu
         "not applicable: no trajectories",
     );
     let d = &data.diagnostics;
-    out.push("steps_with_fallback", Some(d.steps_with_fallback as f64), "1", "steps where the fallback solver was used", "");
-    out.push("max_penetration", Some(d.max_penetration), "m", "largest penetration depth at the start of a step", "");
-    out.push("max_contacts", Some(d.max_contacts as f64), "1", "largest number of contacts in a step", "");
+    out.push(
+        "steps_with_fallback",
+        Some(d.steps_with_fallback as f64),
+        "1",
+        "steps where the fallback solver was used",
+        "",
+    );
+    out.push(
+        "max_penetration",
+        Some(d.max_penetration),
+        "m",
+        "largest penetration depth at the start of a step",
+        "",
+    );
+    out.push(
+        "max_contacts",
+        Some(d.max_contacts as f64),
+        "1",
+        "largest number of contacts in a step",
+        "",
+    );
     let _ = config;
     Ok(out.0)
 }
 
 /// Write `metrics.parquet` and `metrics.json`.
-pub fn write(parquet: &Path, json: &Path, metrics: &[Metric], prov: &Provenance) -> Result<(), Error> {
+pub fn write(
+    parquet: &Path,
+    json: &Path,
+    metrics: &[Metric],
+    prov: &Provenance,
+) -> Result<(), Error> {
     let schema = Arc::new(talus_schema::compare::metrics_schema());
     let columns: Vec<ArrayRef> = vec![
         Arc::new(StringArray::from_iter_values(metrics.iter().map(|m| m.metric.as_str()))),

@@ -51,9 +51,19 @@ tr.na td{color:#888}pre{background:#f7f7f7;border:1px solid #ddd;padding:0.8em;o
 figure{margin:1.2em 0}figure img{max-width:100%;border:1px solid #ddd}figcaption{font-size:0.9em;color:#444;margin-top:0.3em}";
 
 /// Render the report.
-pub fn render(site: &SiteInfo, config: &Config, data: &Data, metrics: &[Metric], figures: &[(Figure, Vec<u8>)]) -> String {
+pub fn render(
+    site: &SiteInfo,
+    config: &Config,
+    data: &Data,
+    metrics: &[Metric],
+    figures: &[(Figure, Vec<u8>)],
+) -> String {
     let mut h = String::new();
-    let title = if site.name.is_empty() { "Talus comparison report".to_string() } else { format!("Talus report: {}", site.name) };
+    let title = if site.name.is_empty() {
+        "Talus comparison report".to_string()
+    } else {
+        format!("Talus report: {}", site.name)
+    };
     let _ = write!(
         h,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style></head><body>\n<h1>{}</h1>\n",
@@ -73,7 +83,10 @@ pub fn render(site: &SiteInfo, config: &Config, data: &Data, metrics: &[Metric],
         metrics.len(),
         if data.survey.is_some() { "yes" } else { "none (deposit metrics not applicable)" },
         escape(&data.initial_source),
-        data.crs.as_ref().map(|c| format!(" &middot; CRS {}", escape(&c.label()))).unwrap_or_default()
+        data.crs
+            .as_ref()
+            .map(|c| format!(" &middot; CRS {}", escape(&c.label())))
+            .unwrap_or_default()
     );
 
     h.push_str("<h2>Metrics</h2>\n<table><tr><th>metric</th><th>value</th><th>unit</th><th>description</th></tr>\n");
@@ -115,7 +128,11 @@ pub fn render(site: &SiteInfo, config: &Config, data: &Data, metrics: &[Metric],
     let _ = writeln!(h, "<pre>{}</pre>", escape(&toml_of(config)));
     if !data.run_config.is_null() {
         h.push_str("<h3>run (from final.parquet's provenance)</h3>\n");
-        let _ = writeln!(h, "<pre>{}</pre>", escape(&serde_json::to_string_pretty(&data.run_config).unwrap_or_default()));
+        let _ = writeln!(
+            h,
+            "<pre>{}</pre>",
+            escape(&serde_json::to_string_pretty(&data.run_config).unwrap_or_default())
+        );
     }
     if !site.config_text.is_empty() {
         h.push_str("<h3>site file</h3>\n");
@@ -134,7 +151,14 @@ fn toml_of(config: &Config) -> String {
 }
 
 /// Write the report atomically, embedding the figures.
-pub fn write(path: &Path, site: &SiteInfo, config: &Config, data: &Data, metrics: &[Metric], figures: &[Figure]) -> Result<(), Error> {
+pub fn write(
+    path: &Path,
+    site: &SiteInfo,
+    config: &Config,
+    data: &Data,
+    metrics: &[Metric],
+    figures: &[Figure],
+) -> Result<(), Error> {
     let mut figs = Vec::with_capacity(figures.len());
     for f in figures {
         let bytes = std::fs::read(&f.path).map_err(|e| Error::input(&f.path, e.to_string()))?;

@@ -6,7 +6,10 @@
 //! cells with a thickness of exactly 2 m, shifted east by `shift` columns. One block
 //! stays in the scar, one left the domain.
 
-use arrow::array::{ArrayRef, BinaryArray, BooleanArray, Float64Array, Int32Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
+use arrow::array::{
+    ArrayRef, BinaryArray, BooleanArray, Float64Array, Int32Array, RecordBatch, StringArray,
+    UInt32Array, UInt64Array,
+};
 use std::path::Path;
 use std::sync::Arc;
 use talus_compare::{Config, Inputs, SiteInfo};
@@ -23,7 +26,12 @@ fn f64a(v: Vec<f64>) -> ArrayRef {
 
 /// Write `cols` as the first fields of `schema`; later fields (added by their stage since)
 /// are filled with zeros.
-fn write(path: &Path, schema: arrow::datatypes::Schema, mut cols: Vec<ArrayRef>, prov: &Provenance) {
+fn write(
+    path: &Path,
+    schema: arrow::datatypes::Schema,
+    mut cols: Vec<ArrayRef>,
+    prov: &Provenance,
+) {
     use arrow::datatypes::DataType;
     let n = cols[0].len();
     for f in schema.fields().iter().skip(cols.len()) {
@@ -77,7 +85,9 @@ fn write_blocks(path: &Path, rows: &[BlockRow]) {
             f64a(vec![0.0; n]),
             f64a(vec![0.0; n]),
             Arc::new(BooleanArray::from(rows.iter().map(|r| r.active).collect::<Vec<_>>())),
-            Arc::new(BinaryArray::from_iter_values(rows.iter().map(|r| talus_io::geo::wkb_point(r.pos[0], r.pos[1])))),
+            Arc::new(BinaryArray::from_iter_values(
+                rows.iter().map(|r| talus_io::geo::wkb_point(r.pos[0], r.pos[1])),
+            )),
         ],
         &Provenance::new("run", "0.1.0", &serde_json::json!({"dt": 0.1})),
     );
@@ -89,8 +99,18 @@ fn write_run(dir: &Path, shift: f64) {
     let mut fin = Vec::new();
     let mut init = Vec::new();
     for i in 0..10u32 {
-        fin.push(BlockRow { id: i, dims: [1.0, 5.0, 2.0], pos: [10.5 + i as f64 + shift, 7.5, 11.0], active: true });
-        init.push(BlockRow { id: i, dims: [1.0, 5.0, 2.0], pos: [10.5 + i as f64, 32.5, 140.0], active: true });
+        fin.push(BlockRow {
+            id: i,
+            dims: [1.0, 5.0, 2.0],
+            pos: [10.5 + i as f64 + shift, 7.5, 11.0],
+            active: true,
+        });
+        init.push(BlockRow {
+            id: i,
+            dims: [1.0, 5.0, 2.0],
+            pos: [10.5 + i as f64, 32.5, 140.0],
+            active: true,
+        });
     }
     // Block 10 stays in the scar, block 11 leaves the domain.
     fin.push(BlockRow { id: 10, dims: [1.0, 5.0, 2.0], pos: [12.5, 32.5, 135.0], active: true });
@@ -135,9 +155,13 @@ fn write_run(dir: &Path, shift: f64) {
     let steps: Vec<u64> = (0..=100).collect();
     let time: Vec<f64> = steps.iter().map(|s| *s as f64 * 0.1).collect();
     let p: Vec<f64> = time.iter().map(|t| 1000.0 - 100.0 * t.min(5.0)).collect();
-    let k: Vec<f64> = time.iter().map(|t| if *t < 5.0 { 50.0 * t } else { (250.0 - 100.0 * (t - 5.0)).max(0.0) }).collect();
+    let k: Vec<f64> = time
+        .iter()
+        .map(|t| if *t < 5.0 { 50.0 * t } else { (250.0 - 100.0 * (t - 5.0)).max(0.0) })
+        .collect();
     let d_cum: Vec<f64> = (0..=100).map(|i| 1000.0 - p[i] - k[i]).collect();
-    let d: Vec<f64> = (0..=100).map(|i| if i == 0 { 0.0 } else { d_cum[i] - d_cum[i - 1] }).collect();
+    let d: Vec<f64> =
+        (0..=100).map(|i| if i == 0 { 0.0 } else { d_cum[i] - d_cum[i - 1] }).collect();
     write(
         &dir.join("energies.parquet"),
         run::energies_schema(),
@@ -168,7 +192,11 @@ fn write_run(dir: &Path, shift: f64) {
             u(12),
             u(7),
             Arc::new(StringArray::from(vec!["warm"; 101])),
-            Arc::new(StringArray::from((0..101).map(|i| if i == 7 { "max_iterations" } else { "solved" }).collect::<Vec<_>>())),
+            Arc::new(StringArray::from(
+                (0..101)
+                    .map(|i| if i == 7 { "max_iterations" } else { "solved" })
+                    .collect::<Vec<_>>(),
+            )),
             u(5),
             f64a(vec![1e-9; 101]),
             f64a(vec![1e-9; 101]),
@@ -185,7 +213,8 @@ fn write_run(dir: &Path, shift: f64) {
 
 fn write_diff(dir: &Path) {
     std::fs::create_dir_all(dir).unwrap();
-    let grid = serde_json::json!({"x0": 0.0, "y0": 0.0, "cell": 1.0, "nx": NX, "ny": NY}).to_string();
+    let grid =
+        serde_json::json!({"x0": 0.0, "y0": 0.0, "cell": 1.0, "nx": NX, "ny": NY}).to_string();
     let prov = Provenance::new("diff", "0.1.0", &0).with_extra(diff::GRID_KEY, grid);
     let (mut row, mut col, mut x, mut y, mut pre, mut post, mut dz, mut zone) =
         (vec![], vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
@@ -198,11 +227,23 @@ fn write_diff(dir: &Path) {
             x.push(c as f64 + 0.5);
             y.push(r as f64 + 0.5);
             let zp = if scar { 100.0 + r as f64 } else { 10.0 };
-            let d = if scar { -5.0 } else if dep { 2.0 } else { 0.0 };
+            let d = if scar {
+                -5.0
+            } else if dep {
+                2.0
+            } else {
+                0.0
+            };
             pre.push(zp);
             post.push(if dep { 10.0 } else { zp + d });
             dz.push(if r == 0 && c == 0 { f64::NAN } else { d });
-            zone.push(if scar { 1 } else if dep { 2 } else { -1 });
+            zone.push(if scar {
+                1
+            } else if dep {
+                2
+            } else {
+                -1
+            });
         }
     }
     let n = row.len();
@@ -226,7 +267,9 @@ fn write_diff(dir: &Path) {
         ],
         &prov,
     );
-    let rect = |x0: f64, y0: f64, x1: f64, y1: f64| talus_io::geo::wkb_polygon(&[vec![[x0, y0], [x1, y0], [x1, y1], [x0, y1]]]);
+    let rect = |x0: f64, y0: f64, x1: f64, y1: f64| {
+        talus_io::geo::wkb_polygon(&[vec![[x0, y0], [x1, y0], [x1, y1], [x0, y1]]])
+    };
     write(
         &dir.join("zones.parquet"),
         diff::zones_schema(),
@@ -241,7 +284,10 @@ fn write_diff(dir: &Path) {
             f64a(vec![32.5, 7.5]),
             f64a(vec![134.0, 10.0]),
             f64a(vec![95.0, 10.0]),
-            Arc::new(BinaryArray::from_iter_values([rect(10.0, 30.0, 20.0, 35.0), rect(10.0, 5.0, 20.0, 10.0)])),
+            Arc::new(BinaryArray::from_iter_values([
+                rect(10.0, 30.0, 20.0, 35.0),
+                rect(10.0, 5.0, 20.0, 10.0),
+            ])),
         ],
         &Provenance::new("diff", "0.1.0", &0),
     );
@@ -269,8 +315,14 @@ fn run_case(shift: f64, blocks: bool) -> tempfile::TempDir {
         blocks: blocks.then(|| tmp.path().join("run/seed.parquet")),
     };
     let config = Config { figure_width: 800, figure_height: 600, ..Config::default() };
-    let site = SiteInfo { name: "box".into(), description: "constructed <case>".into(), config_text: "[site]\nname = \"box\"\n".into() };
-    let s = talus_compare::run(&config, &inputs, &site, &tmp.path().join("out"), &talus_io::NoProgress).unwrap();
+    let site = SiteInfo {
+        name: "box".into(),
+        description: "constructed <case>".into(),
+        config_text: "[site]\nname = \"box\"\n".into(),
+    };
+    let s =
+        talus_compare::run(&config, &inputs, &site, &tmp.path().join("out"), &talus_io::NoProgress)
+            .unwrap();
     assert_eq!(s.blocks, 12);
     tmp
 }
@@ -367,7 +419,8 @@ fn outputs_exist_and_report_lists_every_metric() {
         }
     }
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("metrics.json")).unwrap()).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("metrics.json")).unwrap()).unwrap();
     let metrics = json["metrics"].as_array().unwrap();
     assert!(metrics.len() >= 30);
     for m in metrics {
@@ -375,7 +428,14 @@ fn outputs_exist_and_report_lists_every_metric() {
         assert!(html.contains(&format!("id=\"metric-{name}\"")), "{name} not in the report");
     }
     assert!(html.contains("constructed &lt;case&gt;"));
-    for f in ["dod", "deposit", "energy_kinetic", "energy_dissipation", "trajectories", "trajectories_side"] {
+    for f in [
+        "dod",
+        "deposit",
+        "energy_kinetic",
+        "energy_dissipation",
+        "trajectories",
+        "trajectories_side",
+    ] {
         let p = out.join("figures").join(format!("{f}.png"));
         let bytes = std::fs::read(&p).unwrap();
         assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "{f}");
@@ -383,10 +443,13 @@ fn outputs_exist_and_report_lists_every_metric() {
     }
     assert!(html.contains("data:image/png;base64,"));
     // No temporary files left behind.
-    let leftovers: Vec<_> = std::fs::read_dir(out.join("figures")).unwrap().filter_map(|e| {
-        let n = e.unwrap().file_name().to_string_lossy().into_owned();
-        n.starts_with('.').then_some(n)
-    }).collect();
+    let leftovers: Vec<_> = std::fs::read_dir(out.join("figures"))
+        .unwrap()
+        .filter_map(|e| {
+            let n = e.unwrap().file_name().to_string_lossy().into_owned();
+            n.starts_with('.').then_some(n)
+        })
+        .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
@@ -397,7 +460,8 @@ fn run_without_survey_lists_deposit_metrics_as_not_applicable() {
     let inputs = Inputs { run_dir: tmp.path().join("run"), ..Default::default() };
     let config = Config { figure_width: 800, figure_height: 600, ..Config::default() };
     let out = tmp.path().join("out");
-    let s = talus_compare::run(&config, &inputs, &SiteInfo::default(), &out, &talus_io::NoProgress).unwrap();
+    let s = talus_compare::run(&config, &inputs, &SiteInfo::default(), &out, &talus_io::NoProgress)
+        .unwrap();
     assert_eq!(s.deposit_iou, None);
     let (v, ok) = metric(&out, "deposit_iou");
     assert!(!ok && v.is_nan());
@@ -415,8 +479,17 @@ fn run_without_survey_lists_deposit_metrics_as_not_applicable() {
 fn same_inputs_give_identical_outputs() {
     let a = run_case(3.0, true);
     let b = run_case(3.0, true);
-    for f in ["metrics.parquet", "thickness.parquet", "metrics.json", "figures/deposit.png", "report.html"] {
-        let (x, y) = (std::fs::read(a.path().join("out").join(f)).unwrap(), std::fs::read(b.path().join("out").join(f)).unwrap());
+    for f in [
+        "metrics.parquet",
+        "thickness.parquet",
+        "metrics.json",
+        "figures/deposit.png",
+        "report.html",
+    ] {
+        let (x, y) = (
+            std::fs::read(a.path().join("out").join(f)).unwrap(),
+            std::fs::read(b.path().join("out").join(f)).unwrap(),
+        );
         assert!(x == y, "{f} differs");
     }
 }
@@ -427,9 +500,15 @@ fn missing_input_is_named() {
     write_run(&tmp.path().join("run"), 0.0);
     std::fs::remove_file(tmp.path().join("run/energies.parquet")).unwrap();
     let inputs = Inputs { run_dir: tmp.path().join("run"), ..Default::default() };
-    let e = talus_compare::run(&Config::default(), &inputs, &SiteInfo::default(), &tmp.path().join("out"), &talus_io::NoProgress)
-        .unwrap_err()
-        .to_string();
+    let e = talus_compare::run(
+        &Config::default(),
+        &inputs,
+        &SiteInfo::default(),
+        &tmp.path().join("out"),
+        &talus_io::NoProgress,
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("energies.parquet") && e.contains("not found"), "{e}");
     assert!(!tmp.path().join("out/metrics.parquet").exists());
     let bad = Config { bulking_factor: 0.0, ..Config::default() };

@@ -12,11 +12,35 @@ use arrow::datatypes::{DataType, Schema};
 /// Metrics: one row per metric.
 pub fn metrics_schema() -> Schema {
     Schema::new(vec![
-        field("metric", DataType::Utf8, false, "1", "metric identifier (snake_case, `_simulated`/`_surveyed` suffix for paired values)"),
-        field("value", DataType::Float64, false, "see `unit`", "value of the metric (NaN when not applicable)"),
+        field(
+            "metric",
+            DataType::Utf8,
+            false,
+            "1",
+            "metric identifier (snake_case, `_simulated`/`_surveyed` suffix for paired values)",
+        ),
+        field(
+            "value",
+            DataType::Float64,
+            false,
+            "see `unit`",
+            "value of the metric (NaN when not applicable)",
+        ),
         field("unit", DataType::Utf8, false, "1", "physical unit of `value`"),
-        field("applicable", DataType::Boolean, false, "1", "false when the inputs do not allow the metric (e.g. no survey)"),
-        field("description", DataType::Utf8, false, "1", "what the metric measures, and why it is not applicable when it is not"),
+        field(
+            "applicable",
+            DataType::Boolean,
+            false,
+            "1",
+            "false when the inputs do not allow the metric (e.g. no survey)",
+        ),
+        field(
+            "description",
+            DataType::Utf8,
+            false,
+            "1",
+            "what the metric measures, and why it is not applicable when it is not",
+        ),
     ])
 }
 
@@ -28,11 +52,37 @@ pub fn thickness_schema() -> Schema {
         field("col", DataType::UInt32, false, "1", "grid column (0 = westernmost)"),
         f("x", "m", "cell centre, easting"),
         f("y", "m", "cell centre, northing"),
-        f("thickness_simulated", "m", "simulated deposit thickness: block volumes (times bulking) spread over their footprints"),
-        f("thickness_surveyed", "m", "surveyed deposit thickness: dz of the cells in deposit zones, 0 elsewhere"),
-        field("in_simulated", DataType::Boolean, false, "1", "simulated thickness above the configured minimum"),
-        field("in_surveyed", DataType::Boolean, false, "1", "cell belongs to a surveyed deposit zone"),
+        f(
+            "thickness_simulated",
+            "m",
+            "simulated deposit thickness: block volumes (times bulking) spread over their footprints",
+        ),
+        f(
+            "thickness_surveyed",
+            "m",
+            "surveyed deposit thickness: dz of the cells in deposit zones, 0 elsewhere",
+        ),
+        field(
+            "in_simulated",
+            DataType::Boolean,
+            false,
+            "1",
+            "simulated thickness above the configured minimum",
+        ),
+        field(
+            "in_surveyed",
+            DataType::Boolean,
+            false,
+            "1",
+            "cell belongs to a surveyed deposit zone",
+        ),
         field("in_scar", DataType::Boolean, false, "1", "cell belongs to a scar zone"),
-        field("geometry", DataType::Binary, false, "WKB", "cell centre as a 2D WKB point (GeoParquet)"),
+        field(
+            "geometry",
+            DataType::Binary,
+            false,
+            "WKB",
+            "cell centre as a 2D WKB point (GeoParquet)",
+        ),
     ])
 }

@@ -37,12 +37,19 @@ fn site_info(path: Option<&PathBuf>) -> Result<talus_compare::SiteInfo, CmdError
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let table = crate::config::read_toml(path)?;
     let site = table.get("site").and_then(|s| s.as_table());
-    let get = |k: &str| site.and_then(|s| s.get(k)).and_then(|v| v.as_str()).unwrap_or_default().to_string();
-    Ok(talus_compare::SiteInfo { name: get("name"), description: get("description"), config_text: text })
+    let get = |k: &str| {
+        site.and_then(|s| s.get(k)).and_then(|v| v.as_str()).unwrap_or_default().to_string()
+    };
+    Ok(talus_compare::SiteInfo {
+        name: get("name"),
+        description: get("description"),
+        config_text: text,
+    })
 }
 
 pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
-    let Some(config) = crate::config::load::<talus_compare::Config>(&args.config, "compare")? else {
+    let Some(config) = crate::config::load::<talus_compare::Config>(&args.config, "compare")?
+    else {
         return Ok(());
     };
     config.validate()?;

@@ -126,7 +126,8 @@ pub struct Stage {
 }
 
 /// Every stage name, in order.
-pub const STAGES: &[&str] = &["synth", "ingest_pre", "ingest_post", "diff", "terrain", "seed", "run", "compare"];
+pub const STAGES: &[&str] =
+    &["synth", "ingest_pre", "ingest_post", "diff", "terrain", "seed", "run", "compare"];
 
 fn p(path: &Path) -> String {
     path.to_string_lossy().into_owned()
@@ -161,23 +162,45 @@ pub fn check_site(path: &Path) -> Result<SiteFile, CmdError> {
         .into());
     }
     if surveys && (i.pre.is_empty() || i.post.is_empty()) {
-        return Err(format!("{}: [inputs] needs both `pre` and `post` survey files", path.display()).into());
+        return Err(format!(
+            "{}: [inputs] needs both `pre` and `post` survey files",
+            path.display()
+        )
+        .into());
     }
     if i.synth && site.synth.is_none() {
-        return Err(format!("{}: [inputs] synth = true needs a [synth] table", path.display()).into());
+        return Err(
+            format!("{}: [inputs] synth = true needs a [synth] table", path.display()).into()
+        );
     }
     for f in i.pre.iter().chain(&i.post) {
         if !f.is_file() {
-            return Err(format!("{}: input file `{}` not found (paths are relative to {})", path.display(), f.display(), cwd()).into());
+            return Err(format!(
+                "{}: input file `{}` not found (paths are relative to {})",
+                path.display(),
+                f.display(),
+                cwd()
+            )
+            .into());
         }
     }
     if thesis {
         let (Some(dir), Some(n)) = (&i.thesis_dir, i.thesis_n) else {
-            return Err(format!("{}: [inputs] needs both `thesis_dir` and `thesis_n`", path.display()).into());
+            return Err(format!(
+                "{}: [inputs] needs both `thesis_dir` and `thesis_n`",
+                path.display()
+            )
+            .into());
         };
         for f in thesis_files(dir, n) {
             if !f.is_file() {
-                return Err(format!("{}: input file `{}` not found (paths are relative to {})", path.display(), f.display(), cwd()).into());
+                return Err(format!(
+                    "{}: input file `{}` not found (paths are relative to {})",
+                    path.display(),
+                    f.display(),
+                    cwd()
+                )
+                .into());
             }
         }
     }
@@ -203,14 +226,26 @@ pub fn plan(site: &SiteFile, site_path: &Path, out: &Path) -> Vec<Stage> {
     let mut stages = Vec::new();
     let files = |dir: &Path, names: &[&str]| names.iter().map(|n| dir.join(n)).collect::<Vec<_>>();
     let i = &site.inputs;
-    let (seed_blocks, run_dir, compare_dir) = (d("seed").join("blocks.parquet"), d("run"), d("compare"));
-    let run_outputs = files(&run_dir, &["final.parquet", "trajectories.parquet", "energies.parquet", "diagnostics.parquet"]);
+    let (seed_blocks, run_dir, compare_dir) =
+        (d("seed").join("blocks.parquet"), d("run"), d("compare"));
+    let run_outputs = files(
+        &run_dir,
+        &["final.parquet", "trajectories.parquet", "energies.parquet", "diagnostics.parquet"],
+    );
     let compare_outputs = files(&compare_dir, &["metrics.parquet", "metrics.json", "report.html"]);
     if let (Some(dir), Some(n)) = (&i.thesis_dir, i.thesis_n) {
         stages.push(Stage {
             name: "seed",
             table: "seed",
-            args: with_cfg(vec!["seed".into(), "--thesis-dir".into(), p(dir), "--thesis-n".into(), n.to_string(), "--out".into(), p(&seed_blocks)]),
+            args: with_cfg(vec![
+                "seed".into(),
+                "--thesis-dir".into(),
+                p(dir),
+                "--thesis-n".into(),
+                n.to_string(),
+                "--out".into(),
+                p(&seed_blocks),
+            ]),
             inputs: thesis_files(dir, n),
             outputs: vec![seed_blocks.clone()],
             output_dirs: vec![],
@@ -218,7 +253,13 @@ pub fn plan(site: &SiteFile, site_path: &Path, out: &Path) -> Vec<Stage> {
         stages.push(Stage {
             name: "run",
             table: "run",
-            args: with_cfg(vec!["run".into(), "--blocks".into(), p(&seed_blocks), "--out-dir".into(), p(&run_dir)]),
+            args: with_cfg(vec![
+                "run".into(),
+                "--blocks".into(),
+                p(&seed_blocks),
+                "--out-dir".into(),
+                p(&run_dir),
+            ]),
             inputs: vec![seed_blocks.clone()],
             outputs: run_outputs.clone(),
             output_dirs: vec![],
@@ -264,24 +305,51 @@ pub fn plan(site: &SiteFile, site_path: &Path, out: &Path) -> Vec<Stage> {
         let mut args = vec!["ingest".to_string()];
         args.extend(ins.iter().map(|f| p(f)));
         args.extend(["--out".to_string(), p(outp)]);
-        stages.push(Stage { name, table: "ingest", args: with_cfg(args), inputs: ins.clone(), outputs: vec![outp.clone()], output_dirs: vec![] });
+        stages.push(Stage {
+            name,
+            table: "ingest",
+            args: with_cfg(args),
+            inputs: ins.clone(),
+            outputs: vec![outp.clone()],
+            output_dirs: vec![],
+        });
     }
     let diff = d("diff");
     let (dod, zones) = (diff.join("dod.parquet"), diff.join("zones.parquet"));
     stages.push(Stage {
         name: "diff",
         table: "diff",
-        args: with_cfg(vec!["diff".into(), "--pre".into(), p(&pre_pq), "--post".into(), p(&post_pq), "--out-dir".into(), p(&diff)]),
+        args: with_cfg(vec![
+            "diff".into(),
+            "--pre".into(),
+            p(&pre_pq),
+            "--post".into(),
+            p(&post_pq),
+            "--out-dir".into(),
+            p(&diff),
+        ]),
         inputs: vec![pre_pq.clone(), post_pq.clone()],
-        outputs: files(&diff, &["dod.parquet", "zones.parquet", "m3c2.parquet", "c2c.parquet", "summary.json"]),
+        outputs: files(
+            &diff,
+            &["dod.parquet", "zones.parquet", "m3c2.parquet", "c2c.parquet", "summary.json"],
+        ),
         output_dirs: vec![],
     });
     let terrain = d("terrain");
-    let terrain_outputs = files(&terrain, &["vertices.parquet", "triangles.parquet", "terrain.ply"]);
+    let terrain_outputs =
+        files(&terrain, &["vertices.parquet", "triangles.parquet", "terrain.ply"]);
     stages.push(Stage {
         name: "terrain",
         table: "terrain",
-        args: with_cfg(vec!["terrain".into(), "--points".into(), p(&post_pq), "--zones".into(), p(&zones), "--out-dir".into(), p(&terrain)]),
+        args: with_cfg(vec![
+            "terrain".into(),
+            "--points".into(),
+            p(&post_pq),
+            "--zones".into(),
+            p(&zones),
+            "--out-dir".into(),
+            p(&terrain),
+        ]),
         inputs: vec![post_pq.clone(), zones.clone()],
         outputs: terrain_outputs.clone(),
         output_dirs: vec![],
@@ -289,7 +357,15 @@ pub fn plan(site: &SiteFile, site_path: &Path, out: &Path) -> Vec<Stage> {
     stages.push(Stage {
         name: "seed",
         table: "seed",
-        args: with_cfg(vec!["seed".into(), "--dod".into(), p(&dod), "--zones".into(), p(&zones), "--out".into(), p(&seed_blocks)]),
+        args: with_cfg(vec![
+            "seed".into(),
+            "--dod".into(),
+            p(&dod),
+            "--zones".into(),
+            p(&zones),
+            "--out".into(),
+            p(&seed_blocks),
+        ]),
         inputs: vec![dod.clone(), zones.clone()],
         outputs: vec![seed_blocks.clone()],
         output_dirs: vec![],
@@ -300,7 +376,15 @@ pub fn plan(site: &SiteFile, site_path: &Path, out: &Path) -> Vec<Stage> {
     stages.push(Stage {
         name: "run",
         table: "run",
-        args: with_cfg(vec!["run".into(), "--blocks".into(), p(&seed_blocks), "--terrain".into(), p(&terrain), "--out-dir".into(), p(&run_dir)]),
+        args: with_cfg(vec![
+            "run".into(),
+            "--blocks".into(),
+            p(&seed_blocks),
+            "--terrain".into(),
+            p(&terrain),
+            "--out-dir".into(),
+            p(&run_dir),
+        ]),
         inputs: run_inputs,
         outputs: run_outputs.clone(),
         output_dirs: vec![],
@@ -384,7 +468,10 @@ fn dir_files(dirs: &[PathBuf]) -> Vec<PathBuf> {
         if let Ok(rd) = std::fs::read_dir(d) {
             let mut v: Vec<PathBuf> = rd
                 .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|f| f.is_file() && !f.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')))
+                .filter(|f| {
+                    f.is_file()
+                        && !f.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'))
+                })
                 .collect();
             v.sort();
             out.extend(v);
@@ -408,7 +495,10 @@ fn unchanged(prev: &StageRecord, now: &StageRecord) -> bool {
         && prev.talus_version == now.talus_version
         && prev.executable_sha256 == now.executable_sha256
         && !prev.outputs.is_empty()
-        && prev.outputs.iter().all(|o| talus_io::sha256_file(Path::new(&o.path)).is_ok_and(|h| h == o.sha256))
+        && prev
+            .outputs
+            .iter()
+            .all(|o| talus_io::sha256_file(Path::new(&o.path)).is_ok_and(|h| h == o.sha256))
 }
 
 /// Run one stage as a subprocess, echoing its stderr prefixed with its name; the error
@@ -432,8 +522,15 @@ fn execute(exe: &Path, stage: &Stage, quiet: bool) -> Result<(), String> {
     }
     let status = child.wait().map_err(|e| e.to_string())?;
     if !status.success() {
-        let why: Vec<&String> = tail.iter().filter(|l| l.starts_with("error") || l.starts_with("  caused by")).collect();
-        let why = if why.is_empty() { tail.join("\n") } else { why.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n") };
+        let why: Vec<&String> = tail
+            .iter()
+            .filter(|l| l.starts_with("error") || l.starts_with("  caused by"))
+            .collect();
+        let why = if why.is_empty() {
+            tail.join("\n")
+        } else {
+            why.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n")
+        };
         return Err(format!("{status}: {}", why.trim()));
     }
     for o in &stage.outputs {
@@ -447,18 +544,23 @@ fn execute(exe: &Path, stage: &Stage, quiet: bool) -> Result<(), String> {
 pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
     let t_start = Instant::now();
     let site = check_site(&args.site)?;
-    let from = match &args.from {
-        Some(f) => Some(STAGES.iter().position(|s| s == f).ok_or_else(|| {
-            format!("--from {f}: unknown stage (one of {})", STAGES.join(", "))
-        })?),
-        None => None,
-    };
+    let from =
+        match &args.from {
+            Some(f) => Some(STAGES.iter().position(|s| s == f).ok_or_else(|| {
+                format!("--from {f}: unknown stage (one of {})", STAGES.join(", "))
+            })?),
+            None => None,
+        };
     let stages = plan(&site, &args.site, &args.out);
     if let (Some(_), Some(name)) = (from, args.from.as_deref())
         && !stages.iter().any(|s| s.name == name)
     {
         let names: Vec<&str> = stages.iter().map(|s| s.name).collect();
-        return Err(format!("--from {name}: this site has no such stage (its stages: {})", names.join(", ")).into());
+        return Err(format!(
+            "--from {name}: this site has no such stage (its stages: {})",
+            names.join(", ")
+        )
+        .into());
     }
     let exe = std::env::current_exe()?;
     let exe_hash = talus_io::sha256_file(&exe)?;
@@ -478,20 +580,30 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
         stages: Vec::new(),
         report: None,
     };
-    ctx.say(format!("pipeline `{}`: {} stages into {}", site.site.name, stages.len(), args.out.display()));
+    ctx.say(format!(
+        "pipeline `{}`: {} stages into {}",
+        site.site.name,
+        stages.len(),
+        args.out.display()
+    ));
     let mut forced = args.force;
     for stage in &stages {
         if args.from.as_deref() == Some(stage.name) {
             forced = true;
         }
-        let config = raw.get(stage.table).map(|v| serde_json::to_value(v)).transpose()?.unwrap_or(serde_json::json!({}));
+        let config = raw
+            .get(stage.table)
+            .map(|v| serde_json::to_value(v))
+            .transpose()?
+            .unwrap_or(serde_json::json!({}));
         let mut command = vec![p(&exe)];
         command.extend(stage.args.iter().cloned());
         let mut record = StageRecord {
             stage: stage.name.to_string(),
             command,
             config,
-            inputs: hash_files(&stage.inputs).map_err(|e| format!("stage `{}`: input: {e}", stage.name))?,
+            inputs: hash_files(&stage.inputs)
+                .map_err(|e| format!("stage `{}`: input: {e}", stage.name))?,
             outputs: vec![],
             talus_version: version.clone(),
             executable_sha256: exe_hash.clone(),
@@ -524,7 +636,11 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
             record.error = Some(e.clone());
             manifest.stages.push(record);
             write_manifest(&manifest_path, &manifest)?;
-            return Err(format!("pipeline `{}`: stage `{}` failed: {e}", site.site.name, stage.name).into());
+            return Err(format!(
+                "pipeline `{}`: stage `{}` failed: {e}",
+                site.site.name, stage.name
+            )
+            .into());
         }
         let mut outs = stage.outputs.clone();
         outs.extend(dir_files(&stage.output_dirs));
