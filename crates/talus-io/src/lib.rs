@@ -355,6 +355,14 @@ impl AtomicFile {
     pub fn commit(self) -> Result<()> {
         let path = self.path;
         let tmp = self.tmp.into_inner().map_err(|e| IoError::Os { path: path.clone(), source: e.into_error() })?;
+        // A temporary file is created 0600; an output is an ordinary file (0644 less umask).
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            tmp.as_file()
+                .set_permissions(std::fs::Permissions::from_mode(0o644))
+                .map_err(os(&path))?;
+        }
         tmp.as_file().sync_all().map_err(os(&path))?;
         tmp.persist(&path).map_err(|e| IoError::Os { path: path.clone(), source: e.error })?;
         Ok(())
