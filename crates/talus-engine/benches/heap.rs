@@ -33,7 +33,9 @@ fn thesis_blocks(dir: &Path, n: usize) -> Option<Vec<Block>> {
     Some(
         (0..n)
             .map(|k| {
-                let v = |r: usize| Vector3::new(pos[6 * k + r][0], pos[6 * k + r][1], pos[6 * k + r][2]);
+                let v = |r: usize| {
+                    Vector3::new(pos[6 * k + r][0], pos[6 * k + r][1], pos[6 * k + r][2])
+                };
                 let m = Matrix3::from_columns(&[v(3), v(4), v(5)]);
                 let rot = UnitQuaternion::from_rotation_matrix(&Rotation3::from_matrix(&m));
                 let s = &sizes[k];
@@ -84,7 +86,13 @@ struct Row {
     reference: Option<f64>,
 }
 
-fn bench(name: &str, blocks: Vec<Block>, steps: u64, solver: &SolverConfig, reference: Option<f64>) -> Row {
+fn bench(
+    name: &str,
+    blocks: Vec<Block>,
+    steps: u64,
+    solver: &SolverConfig,
+    reference: Option<f64>,
+) -> Row {
     let config = Config {
         dt: 1e-3,
         steps: Some(steps),
@@ -98,7 +106,18 @@ fn bench(name: &str, blocks: Vec<Block>, steps: u64, solver: &SolverConfig, refe
     };
     let st = statics(&config, None);
     let mut sim = Simulation::new(config, blocks, st).expect("simulation");
-    let mut r = Row { name: name.into(), steps, wall: 0.0, broad: 0.0, narrow: 0.0, assembly: 0.0, solve: 0.0, contacts: 0.0, fallbacks: 0, reference };
+    let mut r = Row {
+        name: name.into(),
+        steps,
+        wall: 0.0,
+        broad: 0.0,
+        narrow: 0.0,
+        assembly: 0.0,
+        solve: 0.0,
+        contacts: 0.0,
+        fallbacks: 0,
+        reference,
+    };
     let t0 = Instant::now();
     for _ in 0..steps {
         let (_, d) = sim.advance();
@@ -106,7 +125,9 @@ fn bench(name: &str, blocks: Vec<Block>, steps: u64, solver: &SolverConfig, refe
         r.narrow += d.t_narrow;
         r.assembly += d.jump.t_assembly;
         r.solve += d.jump.t_solve;
-        r.contacts += (d.jump.contacts_block_block + d.jump.contacts_block_plane + d.jump.contacts_block_terrain) as f64;
+        r.contacts += (d.jump.contacts_block_block
+            + d.jump.contacts_block_plane
+            + d.jump.contacts_block_terrain) as f64;
         r.fallbacks += d.jump.fallback as u64;
         assert!(d.jump.failed.is_empty(), "{name}: step {} not solved", d.step);
     }
@@ -115,16 +136,27 @@ fn bench(name: &str, blocks: Vec<Block>, steps: u64, solver: &SolverConfig, refe
 }
 
 fn main() {
-    let dir = PathBuf::from(std::env::var("TALUS_THESIS_DIR").unwrap_or_else(|_| "/work/shared/data/thesis-granular".into()));
+    let dir = PathBuf::from(
+        std::env::var("TALUS_THESIS_DIR")
+            .unwrap_or_else(|_| "/work/shared/data/thesis-granular".into()),
+    );
     let solver = match std::env::var("TALUS_BENCH_SOLVER").as_deref() {
         Ok("clarabel") => SolverConfig::Clarabel { tolerance: 1e-9, max_iterations: 200 },
         _ => SolverConfig::Warm { tolerance: 1e-9, max_iterations: 50, fallback_tolerance: 1e-9 },
     };
     let skip_big = std::env::var("TALUS_BENCH_SKIP_BIG").is_ok();
     let mut rows = Vec::new();
-    for (n, steps, reference) in [(100usize, 1000u64, 2.1), (500, 1000, 43.0), (1000, 300, 93.0), (3000, 100, 968.0)] {
+    for (n, steps, reference) in
+        [(100usize, 1000u64, 2.1), (500, 1000, 43.0), (1000, 300, 93.0), (3000, 100, 968.0)]
+    {
         match thesis_blocks(&dir, n) {
-            Some(b) => rows.push(bench(&format!("thesis N={n}"), b, steps, &solver, Some(reference / 1000.0))),
+            Some(b) => rows.push(bench(
+                &format!("thesis N={n}"),
+                b,
+                steps,
+                &solver,
+                Some(reference / 1000.0),
+            )),
             None => eprintln!("skipped thesis N={n}: files not found in {}", dir.display()),
         }
     }
@@ -134,7 +166,16 @@ fn main() {
     println!("solver: {solver:?}");
     println!(
         "{:<20} {:>6} {:>11} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>12}",
-        "case", "steps", "s/step", "broad", "narrow", "assembly", "solve", "contacts", "fallback", "vs thesis"
+        "case",
+        "steps",
+        "s/step",
+        "broad",
+        "narrow",
+        "assembly",
+        "solve",
+        "contacts",
+        "fallback",
+        "vs thesis"
     );
     for r in &rows {
         let s = r.steps as f64;
@@ -154,5 +195,7 @@ fn main() {
             ratio
         );
     }
-    println!("(thesis reference: 2.1 / 43 / 93 / 968 s per 1000 steps for N = 100 / 500 / 1000 / 3000; goal >= 200x at 3000, <= 1 s/step at 1e5)");
+    println!(
+        "(thesis reference: 2.1 / 43 / 93 / 968 s per 1000 steps for N = 100 / 500 / 1000 / 3000; goal >= 200x at 3000, <= 1 s/step at 1e5)"
+    );
 }

@@ -189,7 +189,8 @@ pub fn assemble(bodies: &[JumpBody], contacts: &[JumpContact], gravity_dt: f64) 
         let nrm = ct.normal;
         let pt = proj(&nrm);
         // (body, sign, c-row, R) for each side.
-        let mut sides: Vec<(usize, f64, SVector<f64, 6>, SMatrix<f64, 3, 6>)> = Vec::with_capacity(2);
+        let mut sides: Vec<(usize, f64, SVector<f64, 6>, SMatrix<f64, 3, 6>)> =
+            Vec::with_capacity(2);
         let ri = ct.point - bodies[ct.i].pos;
         sides.push((ct.i, 1.0, normal_row(&ri, &nrm), point_velocity(&ri)));
         if let Some(j) = ct.j {
@@ -200,7 +201,12 @@ pub fn assemble(bodies: &[JumpBody], contacts: &[JumpContact], gravity_dt: f64) 
         for (b, _, row, _) in &sides {
             let body = &bodies[*b];
             let u = SVector::<f64, 6>::from_column_slice(&[
-                body.vel.x, body.vel.y, body.vel.z, body.omega.x, body.omega.y, body.omega.z,
+                body.vel.x,
+                body.vel.y,
+                body.vel.z,
+                body.omega.x,
+                body.omega.y,
+                body.omega.z,
             ]);
             cu += row.dot(&u);
             for a in 0..6 {
@@ -216,7 +222,8 @@ pub fn assemble(bodies: &[JumpBody], contacts: &[JumpContact], gravity_dt: f64) 
                 if 6 * ba > 6 * bb {
                     continue;
                 }
-                let block: SMatrix<f64, 6, 6> = ca * cb.transpose() * ct.kappa_n + ra.transpose() * pt * rb * ct.kappa_t;
+                let block: SMatrix<f64, 6, 6> =
+                    ca * cb.transpose() * ct.kappa_n + ra.transpose() * pt * rb * ct.kappa_t;
                 for a in 0..6 {
                     for bcol in 0..6 {
                         h.push(6 * ba + a, 6 * bb + bcol, block[(a, bcol)]);
@@ -250,8 +257,24 @@ mod tests {
         let bodies = vec![body(Vector3::zeros()), body(Vector3::new(0.0, 0.0, 1.0))];
         let nrm = Vector3::new(0.1, 0.2, 1.0).normalize();
         let contacts = vec![
-            JumpContact { i: 1, j: Some(0), point: Vector3::new(0.2, 0.1, 0.5), normal: nrm, kappa_n: 3.0, kappa_t: 0.7, separation: 0.0 },
-            JumpContact { i: 0, j: None, point: Vector3::new(-0.3, 0.2, -0.5), normal: Vector3::z(), kappa_n: 5.0, kappa_t: 1.1, separation: 0.4 },
+            JumpContact {
+                i: 1,
+                j: Some(0),
+                point: Vector3::new(0.2, 0.1, 0.5),
+                normal: nrm,
+                kappa_n: 3.0,
+                kappa_t: 0.7,
+                separation: 0.0,
+            },
+            JumpContact {
+                i: 0,
+                j: None,
+                point: Vector3::new(-0.3, 0.2, -0.5),
+                normal: Vector3::z(),
+                kappa_n: 5.0,
+                kappa_t: 1.1,
+                separation: 0.4,
+            },
         ];
         let qp = assemble(&bodies, &contacts, 0.0981);
         // Dense reference.
@@ -288,13 +311,17 @@ mod tests {
             Vector3::new(u[0], u[1], u[2]) + Vector3::new(u[3], u[4], u[5]).cross(&(a - b.pos))
         };
         let cx = qp.c_mul(&x);
-        let rel = vpt(&bodies[1], contacts[0].point, &x[6..12]) - vpt(&bodies[0], contacts[0].point, &x[0..6]);
+        let rel = vpt(&bodies[1], contacts[0].point, &x[6..12])
+            - vpt(&bodies[0], contacts[0].point, &x[0..6]);
         assert!((cx[0] - rel.dot(&nrm)).abs() < 1e-12);
         // p: 2 M u⁻ with gravity once per body.
         assert!((qp.p[2] - (2.0 * 2.0 * -1.0 - 2.0 * 0.0981)).abs() < 1e-12);
         assert!((qp.p[8] - (2.0 * 2.0 * -1.0 - 2.0 * 0.0981)).abs() < 1e-12);
         // r: (c u⁻ + v)/2.
-        let u: Vec<f64> = bodies.iter().flat_map(|b| [b.vel.x, b.vel.y, b.vel.z, b.omega.x, b.omega.y, b.omega.z]).collect();
+        let u: Vec<f64> = bodies
+            .iter()
+            .flat_map(|b| [b.vel.x, b.vel.y, b.vel.z, b.omega.x, b.omega.y, b.omega.z])
+            .collect();
         let cu = qp.c_mul(&u);
         assert!((qp.r[1] - 0.5 * (cu[1] + 0.4)).abs() < 1e-12);
     }

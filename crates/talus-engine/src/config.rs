@@ -181,13 +181,23 @@ impl Config {
         }
         match self.kappa {
             Kappa::Raw { normal, tangential } => {
-                if !(normal.is_finite() && normal >= 0.0 && tangential.is_finite() && tangential >= 0.0) {
-                    return bad(format!("kappa: normal = {normal}, tangential = {tangential} must be finite and >= 0"));
+                if !(normal.is_finite()
+                    && normal >= 0.0
+                    && tangential.is_finite()
+                    && tangential >= 0.0)
+                {
+                    return bad(format!(
+                        "kappa: normal = {normal}, tangential = {tangential} must be finite and >= 0"
+                    ));
                 }
             }
             Kappa::Restitution { e, tangential_ratio } => {
-                if !(0.0..1.0).contains(&e) || !(tangential_ratio.is_finite() && tangential_ratio >= 0.0) {
-                    return bad(format!("kappa: e = {e} must be in [0, 1), tangential_ratio = {tangential_ratio} >= 0"));
+                if !(0.0..1.0).contains(&e)
+                    || !(tangential_ratio.is_finite() && tangential_ratio >= 0.0)
+                {
+                    return bad(format!(
+                        "kappa: e = {e} must be in [0, 1), tangential_ratio = {tangential_ratio} >= 0"
+                    ));
                 }
             }
             Kappa::Thesis { factor } => {
@@ -200,17 +210,27 @@ impl Config {
             return bad(format!("tolerance = {} m must be finite and >= 0", self.tolerance));
         }
         let s = &self.separation;
-        if !(s.beta.is_finite() && (0.0..=1.0).contains(&s.beta)) || !(s.max_velocity.is_finite() && s.max_velocity >= 0.0) {
-            return bad(format!("separation: beta = {} must be in [0, 1], max_velocity = {} m/s >= 0", s.beta, s.max_velocity));
+        if !(s.beta.is_finite() && (0.0..=1.0).contains(&s.beta))
+            || !(s.max_velocity.is_finite() && s.max_velocity >= 0.0)
+        {
+            return bad(format!(
+                "separation: beta = {} must be in [0, 1], max_velocity = {} m/s >= 0",
+                s.beta, s.max_velocity
+            ));
         }
         match self.solver {
             SolverConfig::Clarabel { tolerance, max_iterations } => {
                 if !(tolerance > 0.0 && tolerance < 1.0) || max_iterations == 0 {
-                    return bad(format!("solver: tolerance = {tolerance} must be in (0, 1), max_iterations > 0"));
+                    return bad(format!(
+                        "solver: tolerance = {tolerance} must be in (0, 1), max_iterations > 0"
+                    ));
                 }
             }
             SolverConfig::Warm { tolerance, max_iterations, fallback_tolerance } => {
-                if !(tolerance > 0.0 && tolerance < 1.0) || !(fallback_tolerance > 0.0 && fallback_tolerance < 1.0) || max_iterations == 0 {
+                if !(tolerance > 0.0 && tolerance < 1.0)
+                    || !(fallback_tolerance > 0.0 && fallback_tolerance < 1.0)
+                    || max_iterations == 0
+                {
                     return bad(format!(
                         "solver: tolerance = {tolerance} and fallback_tolerance = {fallback_tolerance} must be in (0, 1), max_iterations > 0"
                     ));
@@ -219,7 +239,10 @@ impl Config {
         }
         for (k, p) in self.planes.iter().enumerate() {
             let n = nalgebra::Vector3::from(p.normal);
-            if !(p.point.iter().all(|v| v.is_finite()) && n.iter().all(|v| v.is_finite()) && n.norm() > 0.0) {
+            if !(p.point.iter().all(|v| v.is_finite())
+                && n.iter().all(|v| v.is_finite())
+                && n.norm() > 0.0)
+            {
                 return bad(format!("planes[{k}]: point must be finite and normal non-zero"));
             }
         }
@@ -251,10 +274,18 @@ mod tests {
         assert_eq!(c.rotation, RotationModel::TorqueFree);
         assert_eq!(c.n_steps(), 1000);
         c.validate().unwrap();
-        let r: Config = serde_json::from_str(r#"{"kappa": {"mode": "restitution", "e": 0.1, "tangential_ratio": 1.0}}"#).unwrap();
+        let r: Config = serde_json::from_str(
+            r#"{"kappa": {"mode": "restitution", "e": 0.1, "tangential_ratio": 1.0}}"#,
+        )
+        .unwrap();
         assert!(matches!(r.kappa, Kappa::Restitution { .. }));
         assert!(serde_json::from_str::<Config>(r#"{"dtt": 0.1}"#).is_err());
-        assert!(serde_json::from_str::<Config>(r#"{"kappa": {"mode": "raw", "normal": 1, "tangential": 1, "x": 2}}"#).is_err());
+        assert!(
+            serde_json::from_str::<Config>(
+                r#"{"kappa": {"mode": "raw", "normal": 1, "tangential": 1, "x": 2}}"#
+            )
+            .is_err()
+        );
         let bad = Config { dt: -1.0, ..Config::default() };
         assert!(bad.validate().unwrap_err().to_string().contains("dt"));
     }

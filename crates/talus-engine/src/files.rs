@@ -15,7 +15,10 @@ use crate::sim::{Diagnostics, Energies, SimError, Simulation, Totals};
 use crate::solvers::clarabel_json;
 use crate::statics::{Plane, Statics, Tin};
 use crate::warm::{ContactKey, WarmStart};
-use arrow::array::{Array, ArrayRef, BinaryArray, BooleanArray, Float64Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
+use arrow::array::{
+    Array, ArrayRef, BinaryArray, BooleanArray, Float64Array, RecordBatch, StringArray,
+    UInt32Array, UInt64Array,
+};
 use arrow::datatypes::SchemaRef;
 use nalgebra::{Quaternion, UnitQuaternion, Vector3};
 use std::path::{Path, PathBuf};
@@ -79,7 +82,8 @@ pub fn read_blocks(path: &Path) -> Result<BlocksInput, Error> {
     let (ids, a, b, c, dens) = (t.u32s("id")?, col("a")?, col("b")?, col("c")?, col("density")?);
     let (x, y, z) = (col("x")?, col("y")?, col("z")?);
     let (qw, qx, qy, qz) = (col("qw")?, col("qx")?, col("qy")?, col("qz")?);
-    let (vx, vy, vz, wx, wy, wz) = (col("vx")?, col("vy")?, col("vz")?, col("wx")?, col("wy")?, col("wz")?);
+    let (vx, vy, vz, wx, wy, wz) =
+        (col("vx")?, col("vy")?, col("vz")?, col("wx")?, col("wy")?, col("wz")?);
     let active = t.bools("active")?;
     if ids.is_empty() {
         return Err(input_err(path, "no blocks"));
@@ -88,14 +92,28 @@ pub fn read_blocks(path: &Path) -> Result<BlocksInput, Error> {
     for k in 0..ids.len() {
         for (name, v) in [("a", a[k]), ("b", b[k]), ("c", c[k]), ("density", dens[k])] {
             if !(v.is_finite() && v > 0.0) {
-                return Err(input_err(path, format!("block {} (row {k}): {name} = {v} must be finite and > 0", ids[k])));
+                return Err(input_err(
+                    path,
+                    format!("block {} (row {k}): {name} = {v} must be finite and > 0", ids[k]),
+                ));
             }
         }
         let q = Quaternion::new(qw[k], qx[k], qy[k], qz[k]);
         if !(q.coords.iter().all(|v| v.is_finite()) && q.norm() > 1e-12) {
-            return Err(input_err(path, format!("block {} (row {k}): orientation quaternion is zero or not finite", ids[k])));
+            return Err(input_err(
+                path,
+                format!("block {} (row {k}): orientation quaternion is zero or not finite", ids[k]),
+            ));
         }
-        let mut blk = Block::new(ids[k], a[k], b[k], c[k], dens[k], Vector3::new(x[k], y[k], z[k]), UnitQuaternion::from_quaternion(q));
+        let mut blk = Block::new(
+            ids[k],
+            a[k],
+            b[k],
+            c[k],
+            dens[k],
+            Vector3::new(x[k], y[k], z[k]),
+            UnitQuaternion::from_quaternion(q),
+        );
         blk.vel = Vector3::new(vx[k], vy[k], vz[k]);
         blk.omega = Vector3::new(wx[k], wy[k], wz[k]);
         blk.active = active[k];
@@ -116,7 +134,10 @@ pub fn read_terrain(dir: &Path) -> Result<Tin, Error> {
     for k in 0..vid.len() {
         let i = vid[k] as usize;
         if i >= verts.len() {
-            return Err(input_err(&vp, format!("vertex id {i} out of 0..{} (ids must be dense)", verts.len())));
+            return Err(input_err(
+                &vp,
+                format!("vertex id {i} out of 0..{} (ids must be dense)", verts.len()),
+            ));
         }
         verts[i] = Vector3::new(x[k], y[k], z[k]);
     }
@@ -132,7 +153,11 @@ pub fn read_terrain(dir: &Path) -> Result<Tin, Error> {
 pub fn statics(config: &Config, tin: Option<Tin>) -> Statics {
     Statics {
         tin,
-        planes: config.planes.iter().map(|p| Plane::new(Vector3::from(p.point), Vector3::from(p.normal))).collect(),
+        planes: config
+            .planes
+            .iter()
+            .map(|p| Plane::new(Vector3::from(p.point), Vector3::from(p.normal)))
+            .collect(),
     }
 }
 
@@ -162,7 +187,8 @@ pub fn trajectory_batch(step: u64, time: f64, blocks: &[Block]) -> RecordBatch {
         g(&|b| b.omega.y),
         g(&|b| b.omega.z),
     ];
-    RecordBatch::try_new(Arc::new(talus_schema::run::trajectories_schema()), cols).expect("trajectories schema")
+    RecordBatch::try_new(Arc::new(talus_schema::run::trajectories_schema()), cols)
+        .expect("trajectories schema")
 }
 
 /// Energies rows.
@@ -183,7 +209,8 @@ pub fn energies_batch(rows: &[Energies]) -> RecordBatch {
         g(&|e| e.removed_cumulative),
         g(&|e| e.balance_error),
     ];
-    RecordBatch::try_new(Arc::new(talus_schema::run::energies_schema()), cols).expect("energies schema")
+    RecordBatch::try_new(Arc::new(talus_schema::run::energies_schema()), cols)
+        .expect("energies schema")
 }
 
 /// One diagnostics row, as stored in memory until its batch is written.
@@ -247,7 +274,9 @@ impl DiagRow {
 
 /// Diagnostics rows.
 pub fn diagnostics_batch(rows: &[DiagRow]) -> RecordBatch {
-    let u = |f: &dyn Fn(&DiagRow) -> u32| -> ArrayRef { Arc::new(UInt32Array::from(rows.iter().map(f).collect::<Vec<_>>())) };
+    let u = |f: &dyn Fn(&DiagRow) -> u32| -> ArrayRef {
+        Arc::new(UInt32Array::from(rows.iter().map(f).collect::<Vec<_>>()))
+    };
     let g = |f: &dyn Fn(&DiagRow) -> f64| f64col(rows.iter().map(f).collect());
     let cols: Vec<ArrayRef> = vec![
         Arc::new(UInt64Array::from(rows.iter().map(|d| d.step).collect::<Vec<_>>())),
@@ -274,7 +303,8 @@ pub fn diagnostics_batch(rows: &[DiagRow]) -> RecordBatch {
         u(&|d| d.active),
         g(&|d| d.t_step),
     ];
-    RecordBatch::try_new(Arc::new(talus_schema::run::diagnostics_schema()), cols).expect("diagnostics schema")
+    RecordBatch::try_new(Arc::new(talus_schema::run::diagnostics_schema()), cols)
+        .expect("diagnostics schema")
 }
 
 /// The blocks table of a state (final state, or a checkpoint).
@@ -301,7 +331,9 @@ pub fn blocks_batch(blocks: &[Block], densities: &[f64]) -> RecordBatch {
         g(&|b| b.omega.y),
         g(&|b| b.omega.z),
         Arc::new(BooleanArray::from(blocks.iter().map(|b| b.active).collect::<Vec<_>>())),
-        Arc::new(BinaryArray::from_iter_values(blocks.iter().map(|b| talus_io::geo::wkb_point(b.pos.x, b.pos.y)))),
+        Arc::new(BinaryArray::from_iter_values(
+            blocks.iter().map(|b| talus_io::geo::wkb_point(b.pos.x, b.pos.y)),
+        )),
     ];
     RecordBatch::try_new(Arc::new(talus_schema::blocks::schema()), cols).expect("blocks schema")
 }
@@ -312,7 +344,12 @@ fn blocks_provenance(base: &Provenance, blocks: &[Block], crs: Option<&Crs>) -> 
         lo = [lo[0].min(b.pos.x), lo[1].min(b.pos.y)];
         hi = [hi[0].max(b.pos.x), hi[1].max(b.pos.y)];
     }
-    let geo = talus_io::geo::geo_metadata("geometry", &["Point"], crs, Some([lo[0], lo[1], hi[0], hi[1]]));
+    let geo = talus_io::geo::geo_metadata(
+        "geometry",
+        &["Point"],
+        crs,
+        Some([lo[0], lo[1], hi[0], hi[1]]),
+    );
     base.clone().with_extra(talus_io::geo::GEO_KEY, geo)
 }
 
@@ -345,7 +382,11 @@ struct Pending {
 }
 
 fn segment_paths(dir: &Path) -> [PathBuf; 3] {
-    [dir.join("trajectories.parquet"), dir.join("energies.parquet"), dir.join("diagnostics.parquet")]
+    [
+        dir.join("trajectories.parquet"),
+        dir.join("energies.parquet"),
+        dir.join("diagnostics.parquet"),
+    ]
 }
 
 fn schemas() -> [SchemaRef; 3] {
@@ -421,9 +462,34 @@ fn read_diags(path: &Path) -> Result<Vec<DiagRow>, Error> {
     let step = t.u64s("step")?;
     let f = |n: &str| t.f64s(n);
     let u = |n: &str| t.u32s(n);
-    let (time, bb, bt, bp, isl, vars, cons) = (f("time")?, u("contacts_block_block")?, u("contacts_block_terrain")?, u("contacts_block_plane")?, u("islands")?, u("qp_variables")?, u("qp_constraints")?);
-    let (solver, status, it, rp, rd, fb, mp) = (t.strings("solver")?, t.strings("status")?, u("iterations")?, f("primal_residual")?, f("dual_residual")?, t.bools("fallback")?, f("max_penetration")?);
-    let (tb, tn, ta, ts, de, fq, ac, tst) = (f("t_broad")?, f("t_narrow")?, f("t_assembly")?, f("t_solve")?, u("deactivated")?, u("failed_qps")?, u("active_blocks")?, f("t_step")?);
+    let (time, bb, bt, bp, isl, vars, cons) = (
+        f("time")?,
+        u("contacts_block_block")?,
+        u("contacts_block_terrain")?,
+        u("contacts_block_plane")?,
+        u("islands")?,
+        u("qp_variables")?,
+        u("qp_constraints")?,
+    );
+    let (solver, status, it, rp, rd, fb, mp) = (
+        t.strings("solver")?,
+        t.strings("status")?,
+        u("iterations")?,
+        f("primal_residual")?,
+        f("dual_residual")?,
+        t.bools("fallback")?,
+        f("max_penetration")?,
+    );
+    let (tb, tn, ta, ts, de, fq, ac, tst) = (
+        f("t_broad")?,
+        f("t_narrow")?,
+        f("t_assembly")?,
+        f("t_solve")?,
+        u("deactivated")?,
+        u("failed_qps")?,
+        u("active_blocks")?,
+        f("t_step")?,
+    );
     Ok((0..step.len())
         .map(|k| DiagRow {
             step: step[k],
@@ -475,7 +541,14 @@ fn checkpoint_dirs(root: &Path) -> Vec<(u64, PathBuf)> {
 /// Run a simulation from files. `terrain_dir` holds `vertices.parquet` and
 /// `triangles.parquet`; outputs go to `out_dir`. With `resume`, continue from the last
 /// checkpoint in `out_dir/checkpoints`.
-pub fn run(config: &Config, blocks_path: &Path, terrain_dir: Option<&Path>, out_dir: &Path, resume: bool, progress: &dyn Progress) -> Result<Summary, Error> {
+pub fn run(
+    config: &Config,
+    blocks_path: &Path,
+    terrain_dir: Option<&Path>,
+    out_dir: &Path,
+    resume: bool,
+    progress: &dyn Progress,
+) -> Result<Summary, Error> {
     let wall = Instant::now();
     config.validate().map_err(SimError::from)?;
     let input = read_blocks(blocks_path)?;
@@ -485,8 +558,11 @@ pub fn run(config: &Config, blocks_path: &Path, terrain_dir: Option<&Path>, out_
         inputs.push(d.join("vertices.parquet"));
         inputs.push(d.join("triangles.parquet"));
     }
-    let prov = Provenance::new("run", env!("CARGO_PKG_VERSION"), config).with_inputs(&inputs)?.with_crs(input.crs.clone());
-    let fingerprint = format!("{}|{}", prov.config, serde_json::to_string(&prov.inputs).unwrap_or_default());
+    let prov = Provenance::new("run", env!("CARGO_PKG_VERSION"), config)
+        .with_inputs(&inputs)?
+        .with_crs(input.crs.clone());
+    let fingerprint =
+        format!("{}|{}", prov.config, serde_json::to_string(&prov.inputs).unwrap_or_default());
     let densities = input.densities.clone();
     let n_steps = config.n_steps();
     let mut sim = Simulation::new(config.clone(), input.blocks, statics(config, tin))?;
@@ -520,17 +596,31 @@ pub fn run(config: &Config, blocks_path: &Path, terrain_dir: Option<&Path>, out_
         let Some((last, last_dir)) = dirs.last().cloned() else {
             return Err(Error::Resume { path: ckpt_root, message: "no checkpoint found".into() });
         };
-        let text = std::fs::read_to_string(last_dir.join("state.json")).map_err(|e| Error::Resume { path: last_dir.clone(), message: e.to_string() })?;
-        let st: CheckpointState = serde_json::from_str(&text).map_err(|e| Error::Resume { path: last_dir.clone(), message: e.to_string() })?;
+        let text = std::fs::read_to_string(last_dir.join("state.json"))
+            .map_err(|e| Error::Resume { path: last_dir.clone(), message: e.to_string() })?;
+        let st: CheckpointState = serde_json::from_str(&text)
+            .map_err(|e| Error::Resume { path: last_dir.clone(), message: e.to_string() })?;
         if st.fingerprint != fingerprint {
-            return Err(Error::Resume { path: last_dir, message: "the configuration or the input files differ from the checkpointed run".into() });
+            return Err(Error::Resume {
+                path: last_dir,
+                message: "the configuration or the input files differ from the checkpointed run"
+                    .into(),
+            });
         }
         let state = read_blocks(&last_dir.join("state.parquet"))?;
         sim.blocks = state.blocks;
         sim.step = st.step;
         let b = st.totals_bits.map(f64::from_bits);
-        sim.totals = Totals { dissipated: b[0], gravity_work: b[1], separation_work: b[2], removed: b[3], initial_energy: b[4] };
-        sim.warm = WarmStart::from_entries(&st.warm.iter().map(|(k, v)| (*k, f64::from_bits(*v))).collect::<Vec<_>>());
+        sim.totals = Totals {
+            dissipated: b[0],
+            gravity_work: b[1],
+            separation_work: b[2],
+            removed: b[3],
+            initial_energy: b[4],
+        };
+        sim.warm = WarmStart::from_entries(
+            &st.warm.iter().map(|(k, v)| (*k, f64::from_bits(*v))).collect::<Vec<_>>(),
+        );
         summary = st.summary;
         summary.resumed_from = Some(last);
         for (_, dir) in dirs.iter().filter(|(n, _)| *n <= last) {
@@ -541,9 +631,18 @@ pub fn run(config: &Config, blocks_path: &Path, terrain_dir: Option<&Path>, out_
             if !rows.is_empty() {
                 let all = arrow::compute::concat_batches(&rows[0].schema(), &rows)
                     .map_err(|e| Error::Resume { path: tp.clone(), message: e.to_string() })?;
-                let all = RecordBatch::try_new(Arc::new(talus_schema::run::trajectories_schema()), all.columns().to_vec())
-                    .map_err(|e| Error::Resume { path: tp.clone(), message: e.to_string() })?;
-                let steps = all.column(0).as_any().downcast_ref::<UInt64Array>().expect("step column").values().to_vec();
+                let all = RecordBatch::try_new(
+                    Arc::new(talus_schema::run::trajectories_schema()),
+                    all.columns().to_vec(),
+                )
+                .map_err(|e| Error::Resume { path: tp.clone(), message: e.to_string() })?;
+                let steps = all
+                    .column(0)
+                    .as_any()
+                    .downcast_ref::<UInt64Array>()
+                    .expect("step column")
+                    .values()
+                    .to_vec();
                 let mut start = 0;
                 while start < steps.len() {
                     let mut end = start;
@@ -583,7 +682,14 @@ pub fn run(config: &Config, blocks_path: &Path, terrain_dir: Option<&Path>, out_
         seg.traj.write(&b)?;
         pending.energies.push(sim.energies(0.0, 0.0));
         pending.diags.push(DiagRow::from(
-            &Diagnostics { jump: crate::step::JumpReport { solver: "none".into(), status: "Solved".into(), ..Default::default() }, ..Default::default() },
+            &Diagnostics {
+                jump: crate::step::JumpReport {
+                    solver: "none".into(),
+                    status: "Solved".into(),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
             sim.blocks.iter().filter(|b| b.active).count() as u32,
             0.0,
         ));
@@ -595,7 +701,11 @@ pub fn run(config: &Config, blocks_path: &Path, terrain_dir: Option<&Path>, out_
         let (e, d) = sim.advance();
         let step = sim.step;
         let active = sim.blocks.iter().filter(|b| b.active).count() as u32;
-        summary.max_contacts = summary.max_contacts.max(d.jump.contacts_block_block + d.jump.contacts_block_plane + d.jump.contacts_block_terrain);
+        summary.max_contacts = summary.max_contacts.max(
+            d.jump.contacts_block_block
+                + d.jump.contacts_block_plane
+                + d.jump.contacts_block_terrain,
+        );
         summary.max_penetration = summary.max_penetration.max(d.jump.max_penetration);
         summary.fallbacks += d.jump.fallback as usize;
         summary.deactivated += d.deactivated.len();
@@ -605,7 +715,9 @@ pub fn run(config: &Config, blocks_path: &Path, terrain_dir: Option<&Path>, out_
             let dump_dir = out_dir.join("failed_qps");
             for f in &d.jump.failed {
                 let (tol, it) = match config.solver {
-                    SolverConfig::Clarabel { tolerance, max_iterations } => (tolerance, max_iterations),
+                    SolverConfig::Clarabel { tolerance, max_iterations } => {
+                        (tolerance, max_iterations)
+                    }
                     SolverConfig::Warm { fallback_tolerance, .. } => (fallback_tolerance, 200),
                 };
                 let path = dump_dir.join(format!("step_{step:010}_island_{:05}.json", f.island));
@@ -613,7 +725,12 @@ pub fn run(config: &Config, blocks_path: &Path, terrain_dir: Option<&Path>, out_
                 talus_io::AtomicFile::write_all(&path, &json)?;
             }
             if config.on_solver_failure == OnSolverFailure::Stop {
-                return Err(Error::SolverFailure { step, count: d.jump.failed.len(), status: d.jump.status.clone(), dump: dump_dir });
+                return Err(Error::SolverFailure {
+                    step,
+                    count: d.jump.failed.len(),
+                    status: d.jump.status.clone(),
+                    dump: dump_dir,
+                });
             }
         }
         let last = step == n_steps;
@@ -636,7 +753,12 @@ pub fn run(config: &Config, blocks_path: &Path, terrain_dir: Option<&Path>, out_
             done.traj.finish()?;
             done.energy.finish()?;
             done.diag.finish()?;
-            talus_io::write_parquet(&cur_dir.join("state.parquet"), Arc::new(talus_schema::blocks::schema()), &[blocks_batch(&sim.blocks, &densities)], &prov)?;
+            talus_io::write_parquet(
+                &cur_dir.join("state.parquet"),
+                Arc::new(talus_schema::blocks::schema()),
+                &[blocks_batch(&sim.blocks, &densities)],
+                &prov,
+            )?;
             let t = sim.totals;
             let mut sum = summary.clone();
             sum.steps = step;
@@ -644,7 +766,14 @@ pub fn run(config: &Config, blocks_path: &Path, terrain_dir: Option<&Path>, out_
                 step,
                 fingerprint: fingerprint.clone(),
                 totals: t,
-                totals_bits: [t.dissipated, t.gravity_work, t.separation_work, t.removed, t.initial_energy].map(f64::to_bits),
+                totals_bits: [
+                    t.dissipated,
+                    t.gravity_work,
+                    t.separation_work,
+                    t.removed,
+                    t.initial_energy,
+                ]
+                .map(f64::to_bits),
                 warm: sim.warm.entries().into_iter().map(|(k, v)| (k, v.to_bits())).collect(),
                 summary: sum,
             };
@@ -665,7 +794,12 @@ pub fn run(config: &Config, blocks_path: &Path, terrain_dir: Option<&Path>, out_
     main.energy.finish()?;
     main.diag.finish()?;
     let fprov = blocks_provenance(&prov, &sim.blocks, input.crs.as_ref());
-    talus_io::write_parquet(&out_dir.join("final.parquet"), Arc::new(talus_schema::blocks::schema()), &[blocks_batch(&sim.blocks, &densities)], &fprov)?;
+    talus_io::write_parquet(
+        &out_dir.join("final.parquet"),
+        Arc::new(talus_schema::blocks::schema()),
+        &[blocks_batch(&sim.blocks, &densities)],
+        &fprov,
+    )?;
 
     summary.steps = sim.step;
     summary.time = sim.time();

@@ -92,13 +92,22 @@ pub fn validate_blocks(blocks: &[Block]) -> Result<(), SimError> {
             return Err(SimError::DuplicateId(b.id));
         }
         if !(finite3(&b.half) && b.half.min() > 0.0) {
-            return bad(&format!("edge lengths must be finite and > 0, got {:?}", (b.half * 2.0).as_slice()));
+            return bad(&format!(
+                "edge lengths must be finite and > 0, got {:?}",
+                (b.half * 2.0).as_slice()
+            ));
         }
         if !(b.mass.is_finite() && b.mass > 0.0) {
             return bad(&format!("mass must be finite and > 0, got {}", b.mass));
         }
-        if !(finite3(&b.pos) && finite3(&b.vel) && finite3(&b.omega) && b.rot.coords.iter().all(|x| x.is_finite())) {
-            return bad("position, orientation, velocity and angular velocity must be finite (NaN or infinite value)");
+        if !(finite3(&b.pos)
+            && finite3(&b.vel)
+            && finite3(&b.omega)
+            && b.rot.coords.iter().all(|x| x.is_finite()))
+        {
+            return bad(
+                "position, orientation, velocity and angular velocity must be finite (NaN or infinite value)",
+            );
         }
     }
     Ok(())
@@ -118,7 +127,15 @@ impl Simulation {
             rotation: config.rotation,
             solver: config.solver.clone(),
         };
-        let mut sim = Simulation { config, params, blocks, statics, step: 0, warm: WarmStart::default(), totals: Totals::default() };
+        let mut sim = Simulation {
+            config,
+            params,
+            blocks,
+            statics,
+            step: 0,
+            warm: WarmStart::default(),
+            totals: Totals::default(),
+        };
         if !sim.config.allow_initial_overlap {
             sim.check_overlap()?;
         }
@@ -148,7 +165,8 @@ impl Simulation {
             let e = pairs.entry((self.blocks[c.i].id, other)).or_insert(0.0);
             *e = e.max(-c.gap);
         }
-        let mut v: Vec<(String, String, f64)> = pairs.into_iter().map(|((i, o), d)| (format!("block {i}"), o, d)).collect();
+        let mut v: Vec<(String, String, f64)> =
+            pairs.into_iter().map(|((i, o), d)| (format!("block {i}"), o, d)).collect();
         v.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)).then(a.1.cmp(&b.1)));
         v
     }
@@ -158,7 +176,12 @@ impl Simulation {
         if v.is_empty() {
             return Ok(());
         }
-        let pairs = v.iter().take(10).map(|(a, b, d)| format!("{a} / {b}: {d:.4} m")).collect::<Vec<_>>().join(", ");
+        let pairs = v
+            .iter()
+            .take(10)
+            .map(|(a, b, d)| format!("{a} / {b}: {d:.4} m"))
+            .collect::<Vec<_>>()
+            .join(", ");
         Err(SimError::InitialOverlap { count: v.len(), pairs })
     }
 
@@ -169,7 +192,13 @@ impl Simulation {
 
     /// Energies of the current state.
     pub fn energies(&self, dissipated: f64, separation: f64) -> Energies {
-        let mut e = Energies { step: self.step, time: self.time(), dissipated, separation_work: separation, ..Default::default() };
+        let mut e = Energies {
+            step: self.step,
+            time: self.time(),
+            dissipated,
+            separation_work: separation,
+            ..Default::default()
+        };
         for b in self.blocks.iter().filter(|b| b.active) {
             let (t, r) = b.kinetic_energy();
             e.kinetic_translational += t;
@@ -181,7 +210,10 @@ impl Simulation {
         e.separation_work_cumulative = self.totals.separation_work;
         e.removed_cumulative = self.totals.removed;
         if self.step > 0 {
-            e.balance_error = e.kinetic_translational + e.kinetic_rotational + e.potential + e.dissipated_cumulative
+            e.balance_error = e.kinetic_translational
+                + e.kinetic_rotational
+                + e.potential
+                + e.dissipated_cumulative
                 - e.separation_work_cumulative
                 + e.removed_cumulative
                 - self.totals.initial_energy;
@@ -210,7 +242,14 @@ impl Simulation {
             }
         }
         let e = self.energies(jump.dissipated, jump.separation_work);
-        let d = Diagnostics { step: self.step, time: self.time(), t_broad: timings.broad, t_narrow: timings.narrow, jump, deactivated };
+        let d = Diagnostics {
+            step: self.step,
+            time: self.time(),
+            t_broad: timings.broad,
+            t_narrow: timings.narrow,
+            jump,
+            deactivated,
+        };
         (e, d)
     }
 

@@ -7,7 +7,9 @@
 
 use crate::assembly::Qp;
 use clarabel::algebra::CscMatrix;
-use clarabel::solver::{DefaultSettings, DefaultSolver, IPSolver, NonnegativeConeT, SolverJSONReadWrite, SolverStatus};
+use clarabel::solver::{
+    DefaultSettings, DefaultSolver, IPSolver, NonnegativeConeT, SolverJSONReadWrite, SolverStatus,
+};
 
 /// Which solver produced an accepted solution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -78,7 +80,8 @@ fn settings(tolerance: f64, max_iterations: u32) -> DefaultSettings<f64> {
 fn new_solver(qp: &Qp, tolerance: f64, max_iterations: u32) -> Result<DefaultSolver<f64>, String> {
     let (q, a, b) = clarabel_data(qp);
     let cones = [NonnegativeConeT(qp.m())];
-    DefaultSolver::new(&qp.h_upper, &q, &a, &b, &cones, settings(tolerance, max_iterations)).map_err(|e| e.to_string())
+    DefaultSolver::new(&qp.h_upper, &q, &a, &b, &cones, settings(tolerance, max_iterations))
+        .map_err(|e| e.to_string())
 }
 
 /// Solve with Clarabel.
@@ -132,8 +135,13 @@ pub fn kkt_residuals(qp: &Qp, x: &[f64], lambda: &[f64]) -> (f64, f64, f64, f64)
     let hx = qp.h_mul(x);
     let ctl = qp.ct_mul(lambda);
     let prim = cx.iter().zip(&qp.r).map(|(a, b)| (b - a).max(0.0)).fold(0.0, f64::max);
-    let dual = hx.iter().zip(&qp.p).zip(&ctl).map(|((h, p), c)| (h - p - c).abs()).fold(0.0, f64::max);
-    let comp = lambda.iter().zip(cx.iter().zip(&qp.r)).map(|(l, (a, b))| (l * (a - b)).abs()).fold(0.0, f64::max);
+    let dual =
+        hx.iter().zip(&qp.p).zip(&ctl).map(|((h, p), c)| (h - p - c).abs()).fold(0.0, f64::max);
+    let comp = lambda
+        .iter()
+        .zip(cx.iter().zip(&qp.r))
+        .map(|(l, (a, b))| (l * (a - b)).abs())
+        .fold(0.0, f64::max);
     let lmin = lambda.iter().copied().fold(f64::INFINITY, f64::min);
     (prim, dual, comp, if lambda.is_empty() { 0.0 } else { lmin })
 }

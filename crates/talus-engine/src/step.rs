@@ -42,7 +42,9 @@ impl KappaLaw {
     pub fn from_config(kappa: &Kappa, blocks: &[Block]) -> Self {
         match *kappa {
             Kappa::Raw { normal, tangential } => KappaLaw::Global { normal, tangential },
-            Kappa::Restitution { e, tangential_ratio } => KappaLaw::Restitution { e, tangential_ratio },
+            Kappa::Restitution { e, tangential_ratio } => {
+                KappaLaw::Restitution { e, tangential_ratio }
+            }
             Kappa::Thesis { factor } => {
                 let total: f64 = blocks.iter().map(|b| b.mass).sum();
                 let k = if blocks.is_empty() { 0.0 } else { factor * total / blocks.len() as f64 };
@@ -130,7 +132,8 @@ pub fn contact_key(blocks: &[Block], c: &Contact) -> ContactKey {
     // the same corner or edge on consecutive steps gets the same key.
     let local = b.rot.inverse() * (c.point - b.pos);
     let q = b.half.min().max(1e-9) / 8.0;
-    let cell = [(local.x / q).round() as i64, (local.y / q).round() as i64, (local.z / q).round() as i64];
+    let cell =
+        [(local.x / q).round() as i64, (local.y / q).round() as i64, (local.z / q).round() as i64];
     let other = match c.other {
         Other::Block(j) => (0u8, blocks[j].id as u64),
         Other::Terrain(t) => (1u8, t as u64),
@@ -172,7 +175,13 @@ pub fn prepare(params: &StepParams, blocks: &[Block], contacts: &[Contact]) -> P
     // First half of the free rotation.
     let half: Vec<(UnitQuaternion<f64>, Vector3<f64>)> = blocks
         .par_iter()
-        .map(|b| if b.active { rotation::advance(params.rotation, b.rot, b.omega, &b.inertia, 0.5 * dt) } else { (b.rot, b.omega) })
+        .map(|b| {
+            if b.active {
+                rotation::advance(params.rotation, b.rot, b.omega, &b.inertia, 0.5 * dt)
+            } else {
+                (b.rot, b.omega)
+            }
+        })
         .collect();
     let world_inertia = |k: usize| {
         let r = half[k].0.to_rotation_matrix();
@@ -202,7 +211,11 @@ pub fn prepare(params: &StepParams, blocks: &[Block], contacts: &[Contact]) -> P
                 .iter()
                 .map(|&k| {
                     let c = &contacts[k];
-                    let separation = if c.gap < 0.0 { (params.beta * (-c.gap) / dt).min(params.max_separation) } else { 0.0 };
+                    let separation = if c.gap < 0.0 {
+                        (params.beta * (-c.gap) / dt).min(params.max_separation)
+                    } else {
+                        0.0
+                    };
                     JumpContact {
                         i: local[&c.i],
                         j: match c.other {
@@ -229,7 +242,8 @@ pub fn prepare(params: &StepParams, blocks: &[Block], contacts: &[Contact]) -> P
                 c.kappa_n = kn;
                 c.kappa_t = kt;
             }
-            let keys: Vec<ContactKey> = island.contacts.iter().map(|&k| contact_key(blocks, &contacts[k])).collect();
+            let keys: Vec<ContactKey> =
+                island.contacts.iter().map(|&k| contact_key(blocks, &contacts[k])).collect();
             let qp = assemble(&bodies, &jc, params.gravity * dt);
             AssembledIsland { island, qp, bodies, contacts: jc, keys }
         })
@@ -239,11 +253,17 @@ pub fn prepare(params: &StepParams, blocks: &[Block], contacts: &[Contact]) -> P
 
 /// Advance every active block by one step given the contacts detected at the start of the
 /// step (contacts touching an inactive block are ignored).
-pub fn step_with_contacts(params: &StepParams, blocks: &mut [Block], contacts: &[Contact], warm: &mut WarmStart) -> JumpReport {
+pub fn step_with_contacts(
+    params: &StepParams,
+    blocks: &mut [Block],
+    contacts: &[Contact],
+    warm: &mut WarmStart,
+) -> JumpReport {
     let dt = params.dt;
     let t0 = Instant::now();
     let Prepared { contacts, half, islands: assembled } = prepare(params, blocks, contacts);
-    let mut rep = JumpReport { solver: "none".into(), status: "Solved".into(), ..Default::default() };
+    let mut rep =
+        JumpReport { solver: "none".into(), status: "Solved".into(), ..Default::default() };
     rep.t_assembly = t0.elapsed().as_secs_f64();
     for c in &contacts {
         match c.kind() {
@@ -253,8 +273,11 @@ pub fn step_with_contacts(params: &StepParams, blocks: &mut [Block], contacts: &
         }
         rep.max_penetration = rep.max_penetration.max(-c.gap);
     }
-    let mut u_plus: Vec<(Vector3<f64>, Vector3<f64>)> =
-        blocks.iter().enumerate().map(|(k, b)| (b.vel - Vector3::z() * (params.gravity * dt), half[k].1)).collect();
+    let mut u_plus: Vec<(Vector3<f64>, Vector3<f64>)> = blocks
+        .iter()
+        .enumerate()
+        .map(|(k, b)| (b.vel - Vector3::z() * (params.gravity * dt), half[k].1))
+        .collect();
     rep.islands = assembled.len() as u32;
     let keys_prev = &*warm;
     let t1 = Instant::now();
@@ -262,7 +285,9 @@ pub fn step_with_contacts(params: &StepParams, blocks: &mut [Block], contacts: &
         .par_iter()
         .map(|AssembledIsland { qp, bodies, contacts: jc, keys, .. }| {
             let outcome = match params.solver {
-                SolverConfig::Clarabel { tolerance, max_iterations } => solve_clarabel(qp, tolerance, max_iterations),
+                SolverConfig::Clarabel { tolerance, max_iterations } => {
+                    solve_clarabel(qp, tolerance, max_iterations)
+                }
                 SolverConfig::Warm { tolerance, max_iterations, fallback_tolerance } => {
                     let lambda0 = keys_prev.initial_lambda(keys);
                     solve_warm(qp, &lambda0, tolerance, max_iterations, fallback_tolerance)
@@ -282,10 +307,18 @@ pub fn step_with_contacts(params: &StepParams, blocks: &mut [Block], contacts: &
                 let mut pl = du * b.mass;
                 pl.z += b.mass * params.gravity * dt; // P = M Δu − b
                 let pa = b.inertia * dw;
-                work_internal += pl.dot(&Vector3::new(x[o], x[o + 1], x[o + 2])) + pa.dot(&Vector3::new(x[o + 3], x[o + 4], x[o + 5]));
+                work_internal += pl.dot(&Vector3::new(x[o], x[o + 1], x[o + 2]))
+                    + pa.dot(&Vector3::new(x[o + 3], x[o + 4], x[o + 5]));
             }
-            let separation_work: f64 = jc.iter().zip(&outcome.lambda).map(|(c, l)| 0.5 * l * c.separation).sum();
-            IslandResult { u_plus: u, dissipated: separation_work - work_internal, separation_work, outcome, keys: keys.clone() }
+            let separation_work: f64 =
+                jc.iter().zip(&outcome.lambda).map(|(c, l)| 0.5 * l * c.separation).sum();
+            IslandResult {
+                u_plus: u,
+                dissipated: separation_work - work_internal,
+                separation_work,
+                outcome,
+                keys: keys.clone(),
+            }
         })
         .collect();
     rep.t_solve = t1.elapsed().as_secs_f64();
@@ -293,7 +326,8 @@ pub fn step_with_contacts(params: &StepParams, blocks: &mut [Block], contacts: &
     let mut used_clarabel = false;
     let mut used_warm = false;
     let mut next_warm = WarmStart::default();
-    for (k, (res, AssembledIsland { island, qp, .. })) in results.iter().zip(assembled).enumerate() {
+    for (k, (res, AssembledIsland { island, qp, .. })) in results.iter().zip(assembled).enumerate()
+    {
         let o = &res.outcome;
         rep.qp_variables = rep.qp_variables.max(qp.n() as u32);
         rep.qp_constraints = rep.qp_constraints.max(qp.m() as u32);

@@ -29,7 +29,9 @@ use std::collections::HashMap;
 
 /// Identity of a contact across steps: block id, other body (kind, id), and the contact
 /// point's cell in the block's frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct ContactKey {
     pub id: u32,
     pub other: (u8, u64),
@@ -163,7 +165,13 @@ impl KPattern {
 /// Solve warm-started from `lambda0`; falls back to Clarabel (tolerance
 /// `fallback_tolerance`) when the KKT conditions are not met within `max_iterations`
 /// Newton steps.
-pub fn solve_warm(qp: &Qp, lambda0: &[f64], tolerance: f64, max_iterations: u32, fallback_tolerance: f64) -> QpOutcome {
+pub fn solve_warm(
+    qp: &Qp,
+    lambda0: &[f64],
+    tolerance: f64,
+    max_iterations: u32,
+    fallback_tolerance: f64,
+) -> QpOutcome {
     match try_solve(qp, lambda0, tolerance, max_iterations) {
         Some(o) => o,
         None => {
@@ -179,7 +187,12 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 }
 
 /// The semismooth-Newton ALM; `None` when it does not converge.
-pub fn try_solve(qp: &Qp, lambda0: &[f64], tolerance: f64, max_iterations: u32) -> Option<QpOutcome> {
+pub fn try_solve(
+    qp: &Qp,
+    lambda0: &[f64],
+    tolerance: f64,
+    max_iterations: u32,
+) -> Option<QpOutcome> {
     let (n, m) = (qp.n(), qp.m());
     let pat = KPattern::new(qp);
     let sym = SymbolicSparseColMatRef::new_checked(n, n, &pat.colptr, None, &pat.rowval);
@@ -187,7 +200,10 @@ pub fn try_solve(qp: &Qp, lambda0: &[f64], tolerance: f64, max_iterations: u32) 
     let hmax = (0..n)
         .map(|c| {
             let h = &qp.h_upper;
-            (h.colptr[c]..h.colptr[c + 1]).filter(|&k| h.rowval[k] == c).map(|k| h.nzval[k]).sum::<f64>()
+            (h.colptr[c]..h.colptr[c + 1])
+                .filter(|&k| h.rowval[k] == c)
+                .map(|k| h.nzval[k])
+                .sum::<f64>()
         })
         .fold(0.0, f64::max)
         .max(1e-300);
@@ -226,7 +242,10 @@ pub fn try_solve(qp: &Qp, lambda0: &[f64], tolerance: f64, max_iterations: u32) 
             }
             let (_, llt) = factor_cache.as_ref()?;
             let mut d: Vec<f64> = grad.iter().map(|g| -g).collect();
-            llt.solve_in_place_with_conj(Conj::No, MatMut::from_column_major_slice_mut(&mut d, n, 1));
+            llt.solve_in_place_with_conj(
+                Conj::No,
+                MatMut::from_column_major_slice_mut(&mut d, n, 1),
+            );
             // Exact line search: φ'(t) = dᵀ(H(x + t d) − p) − Σ (C_k d) max(0, s_k − ρ t C_k d).
             let hd = qp.h_mul(&d);
             let cd = qp.c_mul(&d);
@@ -277,7 +296,10 @@ pub fn try_solve(qp: &Qp, lambda0: &[f64], tolerance: f64, max_iterations: u32) 
             lambda[k] = (lambda[k] - rho * (cx[k] - qp.r[k])).max(0.0);
         }
         let (prim, dual, comp, _) = kkt_residuals(qp, &x, &lambda);
-        if prim <= tolerance * rscale && dual <= tolerance * pscale && comp <= tolerance * rscale * pscale {
+        if prim <= tolerance * rscale
+            && dual <= tolerance * pscale
+            && comp <= tolerance * rscale * pscale
+        {
             return Some(QpOutcome {
                 x,
                 lambda,

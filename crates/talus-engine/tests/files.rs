@@ -11,14 +11,28 @@ use talus_io::{NoProgress, Provenance};
 fn write_blocks(path: &Path, blocks: &[Block]) {
     let dens = vec![2000.0; blocks.len()];
     let prov = Provenance::new("seed", "test", &serde_json::json!({}));
-    talus_io::write_parquet(path, Arc::new(talus_schema::blocks::schema()), &[blocks_batch(blocks, &dens)], &prov).unwrap();
+    talus_io::write_parquet(
+        path,
+        Arc::new(talus_schema::blocks::schema()),
+        &[blocks_batch(blocks, &dens)],
+        &prov,
+    )
+    .unwrap();
 }
 
 fn scene() -> Vec<Block> {
     let mut v = Vec::new();
     for k in 0..4u32 {
         let rot = UnitQuaternion::from_euler_angles(0.1 * k as f64, 0.2, -0.1 * k as f64);
-        let mut b = Block::new(10 + k, 0.6, 0.5, 0.4, 2000.0, Vector3::new(0.3 * k as f64, 0.1 * k as f64, 0.5 + 0.7 * k as f64), rot);
+        let mut b = Block::new(
+            10 + k,
+            0.6,
+            0.5,
+            0.4,
+            2000.0,
+            Vector3::new(0.3 * k as f64, 0.1 * k as f64, 0.5 + 0.7 * k as f64),
+            rot,
+        );
         b.vel = Vector3::new(0.2, -0.1, -1.0);
         b.omega = Vector3::new(0.5, 0.1, -0.3 * k as f64);
         v.push(b);
@@ -51,9 +65,15 @@ fn outputs_are_deterministic_and_resume_is_byte_identical() {
     assert_eq!(sa.steps, 200);
     assert_eq!(sa.failed_qps, 0);
     assert!(sa.max_contacts > 0, "the blocks should land");
-    let t = talus_io::read_table(&a.join("trajectories.parquet"), &talus_schema::run::trajectories_schema()).unwrap();
+    let t = talus_io::read_table(
+        &a.join("trajectories.parquet"),
+        &talus_schema::run::trajectories_schema(),
+    )
+    .unwrap();
     assert_eq!(t.num_rows(), 4 * 41); // steps 0, 5, ..., 200
-    let e = talus_io::read_table(&a.join("energies.parquet"), &talus_schema::run::energies_schema()).unwrap();
+    let e =
+        talus_io::read_table(&a.join("energies.parquet"), &talus_schema::run::energies_schema())
+            .unwrap();
     assert_eq!(e.num_rows(), 201);
     let d = e.f64s("dissipated").unwrap();
     // Per-step dissipation can dip below zero when a separating contact still carries a
@@ -61,13 +81,18 @@ fn outputs_are_deterministic_and_resume_is_byte_identical() {
     let dmin = d.iter().copied().fold(f64::INFINITY, f64::min);
     eprintln!("min per-step dissipation {dmin:e} J, total {} J", d.iter().sum::<f64>());
     assert!(d.iter().sum::<f64>() > 0.0);
-    let fin = talus_io::read_table(&a.join("final.parquet"), &talus_schema::blocks::schema()).unwrap();
+    let fin =
+        talus_io::read_table(&a.join("final.parquet"), &talus_schema::blocks::schema()).unwrap();
     assert_eq!(fin.num_rows(), 4);
     assert!(fin.metadata.contains_key("geo"));
     // Same inputs: same bytes.
     run(&cfg, &input, None, &b, false, &NoProgress).unwrap();
     for f in TABLES {
-        assert_eq!(std::fs::read(a.join(f)).unwrap(), std::fs::read(b.join(f)).unwrap(), "{f} differs between runs");
+        assert_eq!(
+            std::fs::read(a.join(f)).unwrap(),
+            std::fs::read(b.join(f)).unwrap(),
+            "{f} differs between runs"
+        );
     }
     // Interrupted after the checkpoint of step 180: outputs gone, later state lost.
     for f in TABLES.iter().chain(&["diagnostics.parquet"]) {
@@ -77,7 +102,11 @@ fn outputs_are_deterministic_and_resume_is_byte_identical() {
     let sb = run(&cfg, &input, None, &b, true, &NoProgress).unwrap();
     assert_eq!(sb.resumed_from, Some(180));
     for f in TABLES {
-        assert_eq!(std::fs::read(a.join(f)).unwrap(), std::fs::read(b.join(f)).unwrap(), "{f} differs after resume");
+        assert_eq!(
+            std::fs::read(a.join(f)).unwrap(),
+            std::fs::read(b.join(f)).unwrap(),
+            "{f} differs after resume"
+        );
     }
     // A different configuration refuses to resume.
     let mut other = cfg.clone();
@@ -94,7 +123,8 @@ fn bad_input_is_refused_with_a_clear_message() {
     blocks[1].vel.x = f64::NAN;
     let p = tmp.path().join("nan.parquet");
     write_blocks(&p, &blocks);
-    let e = run(&cfg, &p, None, &tmp.path().join("o1"), false, &NoProgress).unwrap_err().to_string();
+    let e =
+        run(&cfg, &p, None, &tmp.path().join("o1"), false, &NoProgress).unwrap_err().to_string();
     assert!(e.contains("block 11") && e.contains("finite"), "{e}");
     assert!(!tmp.path().join("o1/final.parquet").exists());
     // Non-positive size.
@@ -102,14 +132,16 @@ fn bad_input_is_refused_with_a_clear_message() {
     blocks[2].half.y = 0.0;
     let p = tmp.path().join("size.parquet");
     write_blocks(&p, &blocks);
-    let e = run(&cfg, &p, None, &tmp.path().join("o2"), false, &NoProgress).unwrap_err().to_string();
+    let e =
+        run(&cfg, &p, None, &tmp.path().join("o2"), false, &NoProgress).unwrap_err().to_string();
     assert!(e.contains("block 12") && e.contains("b = 0"), "{e}");
     // Overlapping blocks.
     let mut blocks = scene();
     blocks[1].pos = blocks[0].pos + Vector3::new(0.05, 0.0, 0.0);
     let p = tmp.path().join("overlap.parquet");
     write_blocks(&p, &blocks);
-    let e = run(&cfg, &p, None, &tmp.path().join("o3"), false, &NoProgress).unwrap_err().to_string();
+    let e =
+        run(&cfg, &p, None, &tmp.path().join("o3"), false, &NoProgress).unwrap_err().to_string();
     assert!(e.contains("overlap") && e.contains("block 10") && e.contains("block 11"), "{e}");
     let mut allow = cfg.clone();
     allow.allow_initial_overlap = true;
@@ -117,17 +149,40 @@ fn bad_input_is_refused_with_a_clear_message() {
     // Non-positive Δt.
     let mut bad = cfg.clone();
     bad.dt = 0.0;
-    let e = run(&bad, &tmp.path().join("overlap.parquet"), None, &tmp.path().join("o5"), false, &NoProgress).unwrap_err().to_string();
+    let e = run(
+        &bad,
+        &tmp.path().join("overlap.parquet"),
+        None,
+        &tmp.path().join("o5"),
+        false,
+        &NoProgress,
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("dt"), "{e}");
     // Terrain with no triangles.
     let tdir = tmp.path().join("terrain");
     let prov = Provenance::new("terrain", "test", &serde_json::json!({}));
     let vs = Arc::new(talus_schema::terrain::vertices_schema());
     let ts = Arc::new(talus_schema::terrain::triangles_schema());
-    talus_io::write_parquet(&tdir.join("vertices.parquet"), vs.clone(), &[arrow::array::RecordBatch::new_empty(vs)], &prov).unwrap();
-    talus_io::write_parquet(&tdir.join("triangles.parquet"), ts.clone(), &[arrow::array::RecordBatch::new_empty(ts)], &prov).unwrap();
+    talus_io::write_parquet(
+        &tdir.join("vertices.parquet"),
+        vs.clone(),
+        &[arrow::array::RecordBatch::new_empty(vs)],
+        &prov,
+    )
+    .unwrap();
+    talus_io::write_parquet(
+        &tdir.join("triangles.parquet"),
+        ts.clone(),
+        &[arrow::array::RecordBatch::new_empty(ts)],
+        &prov,
+    )
+    .unwrap();
     let good = tmp.path().join("good.parquet");
     write_blocks(&good, &scene());
-    let e = run(&cfg, &good, Some(&tdir), &tmp.path().join("o6"), false, &NoProgress).unwrap_err().to_string();
+    let e = run(&cfg, &good, Some(&tdir), &tmp.path().join("o6"), false, &NoProgress)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("no triangles"), "{e}");
 }

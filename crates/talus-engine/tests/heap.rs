@@ -38,7 +38,8 @@ fn thesis_heap_100_forms_a_heap() {
     }
     let mut z: Vec<f64> = sim.blocks.iter().map(|b| b.pos.z).collect();
     z.sort_by(f64::total_cmp);
-    let c: Vector3<f64> = sim.blocks.iter().map(|b| b.pos).sum::<Vector3<f64>>() / sim.blocks.len() as f64;
+    let c: Vector3<f64> =
+        sim.blocks.iter().map(|b| b.pos).sum::<Vector3<f64>>() / sim.blocks.len() as f64;
     let mut r: Vec<f64> = sim.blocks.iter().map(|b| (b.pos - c).xy().norm()).collect();
     r.sort_by(f64::total_cmp);
     let e = sim.energies(0.0, 0.0);

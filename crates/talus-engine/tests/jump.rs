@@ -28,7 +28,13 @@ fn plane_contacts(blocks: &[Block], p0: Vector3<f64>, n: Vector3<f64>, tol: f64)
         for c in b.corners() {
             let gap = n.dot(&(c - p0));
             if gap <= tol {
-                out.push(Contact { i: k, other: Other::Plane(0), point: c - n * gap, normal: n, gap });
+                out.push(Contact {
+                    i: k,
+                    other: Other::Plane(0),
+                    point: c - n * gap,
+                    normal: n,
+                    gap,
+                });
             }
         }
     }
@@ -82,11 +88,20 @@ fn flat_drop_restitution_matches_closed_form() {
         assert_eq!(r.status, "Solved");
         let e = ((4.0 * kn - 2.0 * m) / (4.0 * kn + 2.0 * m)).max(0.0);
         let vz = blocks[0].vel.z;
-        assert!((vz - 2.0 * e).abs() < 1e-9 * 2.0, "ratio {ratio}: u⁺ = {vz}, expected {}", 2.0 * e);
+        assert!(
+            (vz - 2.0 * e).abs() < 1e-9 * 2.0,
+            "ratio {ratio}: u⁺ = {vz}, expected {}",
+            2.0 * e
+        );
         assert!(blocks[0].vel.xy().norm() < 1e-9 && blocks[0].omega.norm() < 1e-9);
         // Dissipation = kinetic energy lost.
         let lost = 0.5 * m * (4.0 - vz * vz);
-        assert!((r.dissipated - lost).abs() < 1e-7 * lost.max(1.0), "D = {} vs {}", r.dissipated, lost);
+        assert!(
+            (r.dissipated - lost).abs() < 1e-7 * lost.max(1.0),
+            "D = {} vs {}",
+            r.dissipated,
+            lost
+        );
     }
 }
 
@@ -144,18 +159,41 @@ fn resting_block_on_plane_does_not_sink() {
 /// kinetic energy does not increase, dissipation equals the loss, independent of order.
 #[test]
 fn free_collision_conserves_momentum_and_dissipates() {
-    let mut a = Block::new(7, 1.0, 0.6, 0.4, 2500.0, Vector3::new(0.0, 0.0, 0.0), UnitQuaternion::from_euler_angles(0.1, 0.2, 0.3));
-    let mut b = Block::new(3, 0.7, 0.9, 0.5, 1800.0, Vector3::new(0.9, 0.1, 0.05), UnitQuaternion::from_euler_angles(-0.2, 0.1, 0.5));
+    let mut a = Block::new(
+        7,
+        1.0,
+        0.6,
+        0.4,
+        2500.0,
+        Vector3::new(0.0, 0.0, 0.0),
+        UnitQuaternion::from_euler_angles(0.1, 0.2, 0.3),
+    );
+    let mut b = Block::new(
+        3,
+        0.7,
+        0.9,
+        0.5,
+        1800.0,
+        Vector3::new(0.9, 0.1, 0.05),
+        UnitQuaternion::from_euler_angles(-0.2, 0.1, 0.5),
+    );
     a.vel = Vector3::new(1.0, 0.2, -0.1);
     a.omega = Vector3::new(0.3, -1.0, 0.5);
     b.vel = Vector3::new(-0.8, 0.1, 0.2);
     b.omega = Vector3::new(-0.4, 0.2, 0.9);
     // Three contacts between them, normals from a (j) into b (i).
     let nrm = Vector3::new(1.0, 0.1, 0.05).normalize();
-    let pts = [Vector3::new(0.45, 0.1, 0.1), Vector3::new(0.46, -0.2, 0.0), Vector3::new(0.44, 0.05, -0.15)];
+    let pts = [
+        Vector3::new(0.45, 0.1, 0.1),
+        Vector3::new(0.46, -0.2, 0.0),
+        Vector3::new(0.44, 0.05, -0.15),
+    ];
     let run = |blocks: Vec<Block>, ia: usize, ib: usize| {
         let mut blocks = blocks;
-        let contacts: Vec<Contact> = pts.iter().map(|&pt| Contact { i: ib, other: Other::Block(ia), point: pt, normal: nrm, gap: 0.0 }).collect();
+        let contacts: Vec<Contact> = pts
+            .iter()
+            .map(|&pt| Contact { i: ib, other: Other::Block(ia), point: pt, normal: nrm, gap: 0.0 })
+            .collect();
         let p = params(1e-3, 0.0, 40.0, 25.0);
         let mut warm = WarmStart::default();
         let mom = |bs: &[Block]| bs.iter().map(|b| b.vel * b.mass).sum::<Vector3<f64>>();
@@ -167,18 +205,40 @@ fn free_collision_conserves_momentum_and_dissipates() {
             .map(|b| {
                 let q = UnitQuaternion::from_scaled_axis(b.omega * (0.5 * p.dt)) * b.rot;
                 let r = q.to_rotation_matrix();
-                (b.pos, r.matrix() * nalgebra::Matrix3::from_diagonal(&b.inertia) * r.matrix().transpose())
+                (
+                    b.pos,
+                    r.matrix()
+                        * nalgebra::Matrix3::from_diagonal(&b.inertia)
+                        * r.matrix().transpose(),
+                )
             })
             .collect();
-        let ang = |bs: &[Block]| bs.iter().zip(&mid).map(|(b, (x, i))| x.cross(&(b.vel * b.mass)) + i * b.omega).sum::<Vector3<f64>>();
-        let ke = |bs: &[Block]| bs.iter().zip(&mid).map(|(b, (_, i))| 0.5 * b.mass * b.vel.norm_squared() + 0.5 * b.omega.dot(&(i * b.omega))).sum::<f64>();
+        let ang = |bs: &[Block]| {
+            bs.iter()
+                .zip(&mid)
+                .map(|(b, (x, i))| x.cross(&(b.vel * b.mass)) + i * b.omega)
+                .sum::<Vector3<f64>>()
+        };
+        let ke = |bs: &[Block]| {
+            bs.iter()
+                .zip(&mid)
+                .map(|(b, (_, i))| {
+                    0.5 * b.mass * b.vel.norm_squared() + 0.5 * b.omega.dot(&(i * b.omega))
+                })
+                .sum::<f64>()
+        };
         let (l0, k0) = (ang(&blocks), ke(&blocks));
         let r = step_with_contacts(&p, &mut blocks, &contacts, &mut warm);
         assert_eq!(r.status, "Solved");
         let k1 = ke(&blocks);
         assert!(k1 <= k0 + 1e-9 * k0, "kinetic energy gained: {k0} -> {k1}");
         assert!(r.dissipated >= 0.0);
-        assert!((r.dissipated - (k0 - k1)).abs() < 1e-9 * k0, "D = {} vs {}", r.dissipated, k0 - k1);
+        assert!(
+            (r.dissipated - (k0 - k1)).abs() < 1e-9 * k0,
+            "D = {} vs {}",
+            r.dissipated,
+            k0 - k1
+        );
         assert!((mom(&blocks) - p0).norm() < 1e-9 * p0.norm().max(1.0));
         let l1 = ang(&blocks);
         assert!((l1 - l0).norm() < 1e-9 * l0.norm().max(1.0), "L {l0} -> {l1}");

@@ -18,14 +18,21 @@ use talus_engine::warm::{solve_warm, try_solve};
 fn check_heap(n: usize, steps: u64) -> (usize, f64, usize) {
     let dir = heap::thesis_dir();
     let blocks = heap::thesis_blocks(&dir, n);
-    let solver = SolverConfig::Warm { tolerance: 1e-10, max_iterations: 50, fallback_tolerance: 1e-10 };
+    let solver =
+        SolverConfig::Warm { tolerance: 1e-10, max_iterations: 50, fallback_tolerance: 1e-10 };
     let config = heap::heap_config(steps, solver);
     let st = statics(&config, None);
     let mut sim = Simulation::new(config.clone(), blocks, st).expect("simulation");
-    let (mut checked, mut worst, mut failures, mut explained, mut worst_explained) = (0usize, 0f64, 0usize, 0usize, 0f64);
+    let (mut checked, mut worst, mut failures, mut explained, mut worst_explained) =
+        (0usize, 0f64, 0usize, 0usize, 0f64);
     for _ in 0..steps {
         let mut t = DetectTimings::default();
-        let contacts = detect(&sim.blocks, &sim.statics, &DetectParams { tolerance: config.tolerance }, &mut t);
+        let contacts = detect(
+            &sim.blocks,
+            &sim.statics,
+            &DetectParams { tolerance: config.tolerance },
+            &mut t,
+        );
         let prep = prepare(&sim.params, &sim.blocks, &contacts);
         for isl in &prep.islands {
             let lambda0 = sim.warm.initial_lambda(&isl.keys);
@@ -34,13 +41,16 @@ fn check_heap(n: usize, steps: u64) -> (usize, f64, usize) {
             match try_solve(&isl.qp, &lambda0, 1e-9, 50) {
                 Some(w) => {
                     let scale = reference.x.iter().fold(1.0f64, |a, v| a.max(v.abs()));
-                    let diff = w.x.iter().zip(&reference.x).fold(0.0f64, |a, (p, q)| a.max((p - q).abs())) / scale;
+                    let diff =
+                        w.x.iter().zip(&reference.x).fold(0.0f64, |a, (p, q)| a.max((p - q).abs()))
+                            / scale;
                     if diff >= 1e-8 {
                         // Degenerate QPs (a constraint active with a zero multiplier) stop
                         // Clarabel's interior point short of the vertex: then the warm
                         // solution must satisfy the KKT conditions better than Clarabel's.
                         let (wp, wd, wc, _) = kkt_residuals(&isl.qp, &w.x, &w.lambda);
-                        let (cp, cd, cc, _) = kkt_residuals(&isl.qp, &reference.x, &reference.lambda);
+                        let (cp, cd, cc, _) =
+                            kkt_residuals(&isl.qp, &reference.x, &reference.lambda);
                         let ps = isl.qp.p.iter().fold(1e-3f64, |a, v| a.max(v.abs()));
                         let rs = isl.qp.r.iter().fold(1e-3f64, |a, v| a.max(v.abs()));
                         assert!(
@@ -62,7 +72,9 @@ fn check_heap(n: usize, steps: u64) -> (usize, f64, usize) {
         let rep = step_with_contacts(&sim.params, &mut sim.blocks, &contacts, &mut sim.warm);
         assert!(rep.failed.is_empty());
     }
-    eprintln!("{explained} QPs differ by more than 1e-8 (up to {worst_explained:.2e}); there the warm solution meets the KKT conditions to 1e-9 relative");
+    eprintln!(
+        "{explained} QPs differ by more than 1e-8 (up to {worst_explained:.2e}); there the warm solution meets the KKT conditions to 1e-9 relative"
+    );
     (checked, worst, failures)
 }
 
@@ -73,7 +85,9 @@ fn warm_solver_agrees_with_clarabel_on_the_heap() {
         return;
     }
     let (checked, worst, failures) = check_heap(100, 700);
-    eprintln!("heap N=100, 700 steps: {checked} QPs, worst relative difference {worst:.2e}, {failures} warm failures");
+    eprintln!(
+        "heap N=100, 700 steps: {checked} QPs, worst relative difference {worst:.2e}, {failures} warm failures"
+    );
     assert!(checked > 100);
     assert!(failures * 20 <= checked, "{failures} of {checked} QPs fell back");
 }
@@ -87,14 +101,16 @@ fn fallback_is_recorded() {
     // A contact-rich QP from the heap; one Newton iteration is not enough.
     let dir = heap::thesis_dir();
     let blocks = heap::thesis_blocks(&dir, 100);
-    let config = heap::heap_config(10, SolverConfig::Clarabel { tolerance: 1e-9, max_iterations: 200 });
+    let config =
+        heap::heap_config(10, SolverConfig::Clarabel { tolerance: 1e-9, max_iterations: 200 });
     let st = statics(&config, None);
     let mut sim = Simulation::new(config.clone(), blocks, st).expect("simulation");
     for _ in 0..600 {
         sim.advance();
     }
     let mut t = DetectTimings::default();
-    let contacts = detect(&sim.blocks, &sim.statics, &DetectParams { tolerance: config.tolerance }, &mut t);
+    let contacts =
+        detect(&sim.blocks, &sim.statics, &DetectParams { tolerance: config.tolerance }, &mut t);
     let prep = prepare(&sim.params, &sim.blocks, &contacts);
     let big = prep.islands.iter().max_by_key(|i| i.qp.m()).expect("an island");
     let zero = vec![0.0; big.qp.m()];

@@ -11,7 +11,10 @@ use talus_engine::body::Block;
 use talus_engine::config::{Config, Kappa, PlaneConfig, SolverConfig};
 
 pub fn thesis_dir() -> PathBuf {
-    PathBuf::from(std::env::var("TALUS_THESIS_DIR").unwrap_or_else(|_| "/work/shared/data/thesis-granular".into()))
+    PathBuf::from(
+        std::env::var("TALUS_THESIS_DIR")
+            .unwrap_or_else(|_| "/work/shared/data/thesis-granular".into()),
+    )
 }
 
 fn numbers(path: &Path) -> Vec<Vec<f64>> {
@@ -30,7 +33,8 @@ pub fn thesis_blocks(dir: &Path, n: usize) -> Vec<Block> {
     assert_eq!(pos.len(), 6 * n);
     (0..n)
         .map(|k| {
-            let v = |r: usize| Vector3::new(pos[6 * k + r][0], pos[6 * k + r][1], pos[6 * k + r][2]);
+            let v =
+                |r: usize| Vector3::new(pos[6 * k + r][0], pos[6 * k + r][1], pos[6 * k + r][2]);
             let m = Matrix3::from_columns(&[v(3), v(4), v(5)]);
             let rot = UnitQuaternion::from_rotation_matrix(&Rotation3::from_matrix(&m));
             let s = &sizes[k];
@@ -55,4 +59,3 @@ pub fn heap_config(steps: u64, solver: SolverConfig) -> Config {
         ..Config::default()
     }
 }
-
