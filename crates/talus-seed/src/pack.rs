@@ -271,9 +271,9 @@ mod tests {
 
     #[test]
     fn interval_selection_is_optimal() {
-        // Items of length 3: best is positions 1 and 4 (values 5 + 5) rather than 0 (6).
+        // Items of length 3: positions 0 and 4 (6 + 5) beat 1 and 4 (5 + 5).
         let (v, chosen) = select(&[6, 5, 0, 0, 5, 0], 3);
-        assert_eq!((v, chosen), (10, vec![1, 4]));
+        assert_eq!((v, chosen), (11, vec![0, 4]));
         assert_eq!(select(&[1, 1, 1, 1], 1), (4, vec![0, 1, 2, 3]));
         assert_eq!(select(&[0, 0], 2), (0, vec![]));
     }
