@@ -47,7 +47,7 @@ def with_pyarrow(path, n, name):
     check(str(schema.field("scan_angle").type) == "float", f"pyarrow {name}: scan_angle is float32")
     unit = (schema.field("scan_angle").metadata or {}).get(b"unit")
     check(unit == b"deg", f"pyarrow {name}: scan_angle unit metadata {unit!r}")
-    meta = schema.metadata or {}
+    meta = pq.read_metadata(path).metadata or {}  # the file's key-value metadata
     check(meta.get(b"talus:stage") == b"ingest", f"pyarrow {name}: provenance stage")
     headers = json.loads(meta.get(b"las:header", b"[]"))
     check(len(headers) == 1 and headers[0]["point_count"] == n, f"pyarrow {name}: las:header point_count")
