@@ -30,17 +30,19 @@ extent = [200.0, 160.0]
 scale = 0.3
 truth_cell = 2.0
 terrain = { cliff_height = 40.0, foot_y = 90.0, river_y = 20.0 }
-scar = { volume = 20000.0, width = 80.0 }
+scar = { volume = 6000.0, width = 80.0 }
 vegetation = { cover = 0.0 }
 
 [diff]
 
 [seed]
-size = [8.0, 8.0, 10.0]
+size = [1.5, 1.5, 2.0]
 
 [run]
 dt = 0.05
 steps = 20
+allow_initial_overlap = true
+wall_times = false
 output_every = 5
 kappa = { mode = "restitution", e = 0.2, tangential_ratio = 1.0 }
 

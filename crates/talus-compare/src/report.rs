@@ -177,7 +177,7 @@ mod tests {
         assert_eq!(format_value(f64::NAN), "n/a");
         assert_eq!(format_value(0.0), "0");
         assert_eq!(format_value(435.0), "435");
-        assert_eq!(format_value(0.73215), "0.7322");
+        assert_eq!(format_value(0.73216), "0.7322");
         assert_eq!(format_value(12.3456), "12.35");
         assert_eq!(format_value(2.5e12), "2.5000e12");
         assert_eq!(escape("<a & b>"), "&lt;a &amp; b&gt;");

@@ -130,6 +130,10 @@ pub struct Config {
     /// Accept blocks that overlap at the start (the separation velocity pushes them
     /// apart); otherwise the run is refused and the overlapping pairs are listed.
     pub allow_initial_overlap: bool,
+    /// Record wall times per phase in the diagnostics. With `false` they are written as 0,
+    /// so that two runs of the same inputs give byte-identical diagnostics too (every
+    /// other output is byte-identical either way).
+    pub wall_times: bool,
     /// Overlap depth tolerated at the start without refusing, m.
     pub initial_overlap_tolerance: f64,
 }
@@ -151,6 +155,7 @@ impl Default for Config {
             checkpoint_every: 1000,
             on_solver_failure: OnSolverFailure::Stop,
             allow_initial_overlap: false,
+            wall_times: true,
             initial_overlap_tolerance: 1e-3,
         }
     }

@@ -242,6 +242,15 @@ pub struct DiagRow {
 }
 
 impl DiagRow {
+    /// Zero the wall-time columns (config `wall_times = false`).
+    fn clear_wall_times(&mut self) {
+        self.t_broad = 0.0;
+        self.t_narrow = 0.0;
+        self.t_assembly = 0.0;
+        self.t_solve = 0.0;
+        self.t_step = 0.0;
+    }
+
     fn from(d: &Diagnostics, active: u32, t_step: f64) -> Self {
         let j = &d.jump;
         DiagRow {
@@ -740,7 +749,11 @@ pub fn run(
             seg.traj.write(&b)?;
         }
         pending.energies.push(e);
-        pending.diags.push(DiagRow::from(&d, active, t0.elapsed().as_secs_f64()));
+        let mut row = DiagRow::from(&d, active, t0.elapsed().as_secs_f64());
+        if !config.wall_times {
+            row.clear_wall_times();
+        }
+        pending.diags.push(row);
         let ckpt = config.checkpoint_every > 0 && step % config.checkpoint_every == 0 && !last;
         if is_flush_step(step, config) || last {
             flush(&mut main, &mut seg, &mut pending)?;

@@ -284,7 +284,7 @@ pub fn step_with_contacts(
     let results: Vec<IslandResult> = assembled
         .par_iter()
         .map(|AssembledIsland { qp, bodies, contacts: jc, keys, .. }| {
-            let outcome = match params.solver {
+            let mut outcome = match params.solver {
                 SolverConfig::Clarabel { tolerance, max_iterations } => {
                     solve_clarabel(qp, tolerance, max_iterations)
                 }
@@ -293,6 +293,33 @@ pub fn step_with_contacts(
                     solve_warm(qp, &lambda0, tolerance, max_iterations, fallback_tolerance)
                 }
             };
+            // Separation velocities demanded of a block wedged between opposing faces can
+            // contradict each other (PrimalInfeasible). Without them the QP is always
+            // feasible (u⁺ = 0 satisfies every c_kᵀu⁺ ≥ 0), so the island is solved again
+            // with Clarabel and no separation; the status records it.
+            let mut relaxed = false;
+            if !outcome.solved && jc.iter().any(|c| c.separation > 0.0) {
+                let mut q = qp.clone();
+                for (r, c) in q.r.iter_mut().zip(jc.iter()) {
+                    *r -= 0.5 * c.separation;
+                }
+                let (tolerance, max_iterations) = match params.solver {
+                    SolverConfig::Clarabel { tolerance, max_iterations } => {
+                        (tolerance, max_iterations)
+                    }
+                    SolverConfig::Warm { fallback_tolerance, .. } => (fallback_tolerance, 200),
+                };
+                let retry = solve_clarabel(&q, tolerance, max_iterations);
+                if retry.solved {
+                    outcome = QpOutcome {
+                        status: format!("SolvedWithoutSeparation ({})", outcome.status),
+                        fallback: true,
+                        iterations: outcome.iterations + retry.iterations,
+                        ..retry
+                    };
+                    relaxed = true;
+                }
+            }
             let x = &outcome.x;
             let mut u = vec![0.0; x.len()];
             let mut work_internal = 0.0;
@@ -310,8 +337,11 @@ pub fn step_with_contacts(
                 work_internal += pl.dot(&Vector3::new(x[o], x[o + 1], x[o + 2]))
                     + pa.dot(&Vector3::new(x[o + 3], x[o + 4], x[o + 5]));
             }
-            let separation_work: f64 =
-                jc.iter().zip(&outcome.lambda).map(|(c, l)| 0.5 * l * c.separation).sum();
+            let separation_work: f64 = if relaxed {
+                0.0
+            } else {
+                jc.iter().zip(&outcome.lambda).map(|(c, l)| 0.5 * l * c.separation).sum()
+            };
             IslandResult {
                 u_plus: u,
                 dissipated: separation_work - work_internal,

@@ -43,10 +43,6 @@ pub struct Args {
     pub from: Option<String>,
 }
 
-pub fn options_help() -> String {
-    String::new()
-}
-
 /// `[site]`.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
