@@ -61,10 +61,12 @@ pub fn apply_sets(table: &mut toml::Table, sets: &[String]) -> Result<(), Config
             .and_then(|mut t| t.remove("v"))
             .unwrap_or_else(|| toml::Value::String(value.to_string()));
         let mut parts: Vec<&str> = key.split('.').collect();
-        let last = parts.pop().filter(|l| !l.is_empty()).ok_or_else(|| ConfigError::BadSet(s.clone()))?;
+        let last =
+            parts.pop().filter(|l| !l.is_empty()).ok_or_else(|| ConfigError::BadSet(s.clone()))?;
         let mut t = &mut *table;
         for p in parts {
-            let entry = t.entry(p.to_string()).or_insert_with(|| toml::Value::Table(Default::default()));
+            let entry =
+                t.entry(p.to_string()).or_insert_with(|| toml::Value::Table(Default::default()));
             t = entry.as_table_mut().ok_or_else(|| ConfigError::NotATable {
                 key: key.to_string(),
                 segment: p.to_string(),
@@ -89,7 +91,11 @@ pub fn stage_table(file: toml::Table, stage: &str) -> toml::Table {
 }
 
 /// Deserialize a stage's config from a table; errors name the stage and the key.
-pub fn from_table<T: DeserializeOwned>(table: toml::Table, stage: &str, origin: &str) -> Result<T, ConfigError> {
+pub fn from_table<T: DeserializeOwned>(
+    table: toml::Table,
+    stage: &str,
+    origin: &str,
+) -> Result<T, ConfigError> {
     T::deserialize(toml::Value::Table(table)).map_err(|e| ConfigError::Invalid {
         stage: stage.to_string(),
         origin: origin.to_string(),
@@ -99,7 +105,10 @@ pub fn from_table<T: DeserializeOwned>(table: toml::Table, stage: &str, origin: 
 
 /// Build the effective configuration of `stage` from its arguments. With
 /// `--print-config` the effective configuration is printed and `None` returned.
-pub fn load<T: DeserializeOwned + Serialize>(args: &ConfigArgs, stage: &str) -> Result<Option<T>, Box<dyn std::error::Error + Send + Sync>> {
+pub fn load<T: DeserializeOwned + Serialize>(
+    args: &ConfigArgs,
+    stage: &str,
+) -> Result<Option<T>, Box<dyn std::error::Error + Send + Sync>> {
     let (table, origin) = match &args.config {
         Some(p) => (stage_table(read_toml(p)?, stage), format!(" ({})", p.display())),
         None => (toml::Table::new(), String::new()),
@@ -184,7 +193,12 @@ fn type_name(root: &serde_json::Value, v: &serde_json::Value) -> String {
     }
 }
 
-fn render_properties(root: &serde_json::Value, node: &serde_json::Value, prefix: &str, out: &mut String) {
+fn render_properties(
+    root: &serde_json::Value,
+    node: &serde_json::Value,
+    prefix: &str,
+    out: &mut String,
+) {
     let node = resolve(root, node);
     let Some(props) = node.get("properties").and_then(|p| p.as_object()) else { return };
     for (name, p) in props {
@@ -196,12 +210,15 @@ fn render_properties(root: &serde_json::Value, node: &serde_json::Value, prefix:
             .and_then(|d| d.as_str())
             .unwrap_or("")
             .replace('\n', " ");
-        let default = p.get("default").map(|d| format!(" [default: {}]", toml_like(d))).unwrap_or_default();
+        let default =
+            p.get("default").map(|d| format!(" [default: {}]", toml_like(d))).unwrap_or_default();
         out.push_str(&format!("  {key} ({}){default}\n", type_name(root, p)));
         if !doc.is_empty() {
             out.push_str(&format!("      {doc}\n"));
         }
-        if r.get("properties").is_some() && r.get("type") == Some(&serde_json::Value::String("object".into())) {
+        if r.get("properties").is_some()
+            && r.get("type") == Some(&serde_json::Value::String("object".into()))
+        {
             render_properties(root, r, &format!("{key}."), out);
         }
     }
@@ -227,7 +244,9 @@ mod tests {
         classes: Vec<u8>,
         inner: Inner,
     }
-    #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema, Debug, PartialEq, Default)]
+    #[derive(
+        serde::Deserialize, serde::Serialize, schemars::JsonSchema, Debug, PartialEq, Default,
+    )]
     #[serde(deny_unknown_fields, default)]
     struct Inner {
         /// Seed.
@@ -242,7 +261,11 @@ mod tests {
     #[test]
     fn sets_override_and_unknown_keys_are_named() {
         let mut t = toml::Table::new();
-        apply_sets(&mut t, &["cell_size=0.5".into(), "classes=[2, 3]".into(), "inner.seed=7".into()]).unwrap();
+        apply_sets(
+            &mut t,
+            &["cell_size=0.5".into(), "classes=[2, 3]".into(), "inner.seed=7".into()],
+        )
+        .unwrap();
         let d: Demo = from_table(t, "demo", "").unwrap();
         assert_eq!(d, Demo { cell_size: 0.5, classes: vec![2, 3], inner: Inner { seed: 7 } });
         let mut t = toml::Table::new();

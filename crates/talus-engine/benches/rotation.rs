@@ -9,7 +9,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::hint::black_box;
 use std::time::Instant;
-use talus_engine::rotation::{advance, RotationModel};
+use talus_engine::rotation::{RotationModel, advance};
 
 const N: usize = 100_000;
 const DT: f64 = 1e-3;

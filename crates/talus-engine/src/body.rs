@@ -27,7 +27,15 @@ pub struct Block {
 
 impl Block {
     /// A block at rest with edges (a, b, c) in m and density in kg/m³.
-    pub fn new(id: u32, a: f64, b: f64, c: f64, density: f64, pos: Vector3<f64>, rot: UnitQuaternion<f64>) -> Self {
+    pub fn new(
+        id: u32,
+        a: f64,
+        b: f64,
+        c: f64,
+        density: f64,
+        pos: Vector3<f64>,
+        rot: UnitQuaternion<f64>,
+    ) -> Self {
         let mass = density * a * b * c;
         let inertia = Vector3::new(b * b + c * c, a * a + c * c, a * a + b * b) * (mass / 12.0);
         Block {

@@ -9,21 +9,21 @@
 //!
 //! then u⁺ = 2x − u⁻ and positions advance with (u⁻ + u⁺)/2.
 
-pub mod body;
-pub mod contact;
-pub mod rotation;
-pub mod statics;
-pub mod broad;
-pub mod narrow;
-pub mod detect;
 pub mod assembly;
+pub mod body;
+pub mod broad;
 pub mod config;
+pub mod contact;
+pub mod detect;
+pub mod files;
 pub mod islands;
+pub mod narrow;
+pub mod rotation;
+pub mod sim;
 pub mod solvers;
+pub mod statics;
 pub mod step;
 pub mod warm;
-pub mod sim;
-pub mod files;
 
 pub use config::Config;
 pub use files::{Error, Summary, run};

@@ -187,11 +187,7 @@ impl Frame {
 }
 
 fn sign(x: f64) -> f64 {
-    if x < 0.0 {
-        -1.0
-    } else {
-        1.0
-    }
+    if x < 0.0 { -1.0 } else { 1.0 }
 }
 
 impl TorqueFree {

@@ -3,7 +3,7 @@
 //! independent RK4 integration of Euler's equations and of the attitude.
 
 use nalgebra::{Quaternion, UnitQuaternion, Vector3};
-use talus_engine::rotation::{advance, RotationModel, TorqueFree};
+use talus_engine::rotation::{RotationModel, TorqueFree, advance};
 
 fn v(x: f64, y: f64, z: f64) -> Vector3<f64> {
     Vector3::new(x, y, z)

@@ -8,7 +8,12 @@ pub const GEO_KEY: &str = "geo";
 
 /// The GeoParquet 1.1 `geo` metadata for one WKB geometry column.
 /// `bbox` is `[xmin, ymin, xmax, ymax]`.
-pub fn geo_metadata(column: &str, geometry_types: &[&str], crs: Option<&Crs>, bbox: Option<[f64; 4]>) -> String {
+pub fn geo_metadata(
+    column: &str,
+    geometry_types: &[&str],
+    crs: Option<&Crs>,
+    bbox: Option<[f64; 4]>,
+) -> String {
     let mut col = serde_json::json!({
         "encoding": "WKB",
         "geometry_types": geometry_types,
@@ -80,9 +85,7 @@ pub fn parse_wkb_polygons(wkb: &[u8]) -> Option<Vec<Vec<Vec<[f64; 2]>>>> {
         3 => Some(vec![r.rings()?]),
         6 => {
             let n = r.u32()? as usize;
-            (0..n)
-                .map(|_| if r.header()? == 3 { r.rings() } else { None })
-                .collect()
+            (0..n).map(|_| if r.header()? == 3 { r.rings() } else { None }).collect()
         }
         _ => None,
     }
@@ -147,8 +150,13 @@ mod tests {
 
     #[test]
     fn geo_metadata_is_geoparquet_1_1() {
-        let m: serde_json::Value =
-            serde_json::from_str(&geo_metadata("geometry", &["Polygon"], Some(&Crs::from_epsg(32620)), None)).unwrap();
+        let m: serde_json::Value = serde_json::from_str(&geo_metadata(
+            "geometry",
+            &["Polygon"],
+            Some(&Crs::from_epsg(32620)),
+            None,
+        ))
+        .unwrap();
         assert_eq!(m["version"], "1.1.0");
         assert_eq!(m["columns"]["geometry"]["crs"]["id"]["code"], 32620);
     }

@@ -32,7 +32,6 @@ use std::sync::Arc;
 
 pub mod geo;
 
-
 /// Metadata key: the stage that wrote the file (`ingest`, `diff`, ...).
 pub const KEY_STAGE: &str = "talus:stage";
 /// Metadata key: the version of the crate that wrote the file.
@@ -354,7 +353,10 @@ impl AtomicFile {
     /// Flush, sync and rename into place.
     pub fn commit(self) -> Result<()> {
         let path = self.path;
-        let tmp = self.tmp.into_inner().map_err(|e| IoError::Os { path: path.clone(), source: e.into_error() })?;
+        let tmp = self
+            .tmp
+            .into_inner()
+            .map_err(|e| IoError::Os { path: path.clone(), source: e.into_error() })?;
         // A temporary file is created 0600; an output is an ordinary file (0644 less umask).
         #[cfg(unix)]
         {
@@ -616,9 +618,7 @@ fn kv_of(builder: &ParquetRecordBatchReaderBuilder<File>) -> BTreeMap<String, St
         .file_metadata()
         .key_value_metadata()
         .map(|kv| {
-            kv.iter()
-                .filter_map(|e| e.value.as_ref().map(|v| (e.key.clone(), v.clone())))
-                .collect()
+            kv.iter().filter_map(|e| e.value.as_ref().map(|v| (e.key.clone(), v.clone()))).collect()
         })
         .unwrap_or_default()
 }
@@ -629,7 +629,10 @@ pub fn read_metadata(path: &Path) -> Result<BTreeMap<String, String>> {
 }
 
 /// Read a Parquet file's schema and key-value metadata, checked against `expected`.
-pub fn read_schema(path: &Path, expected: &Schema) -> Result<(SchemaRef, BTreeMap<String, String>)> {
+pub fn read_schema(
+    path: &Path,
+    expected: &Schema,
+) -> Result<(SchemaRef, BTreeMap<String, String>)> {
     let builder = open_builder(path)?;
     let schema = builder.schema().clone();
     validate_schema(path, expected, &schema)?;
@@ -724,7 +727,8 @@ mod tests {
         assert_eq!(back.crs.unwrap().epsg, Some(32620));
         assert_eq!(back.extra["las:version"], "1.4");
         // Only the output remains in the directory.
-        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let names: Vec<_> =
+            std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names.len(), 2);
     }
 

@@ -31,7 +31,13 @@ pub fn schema() -> Schema {
         f64m("wx", "rad/s", "angular velocity (world frame), x"),
         f64m("wy", "rad/s", "angular velocity (world frame), y"),
         f64m("wz", "rad/s", "angular velocity (world frame), z"),
-        field("active", DataType::Boolean, false, "1", "false once the block left the terrain and is no longer simulated"),
+        field(
+            "active",
+            DataType::Boolean,
+            false,
+            "1",
+            "false once the block left the terrain and is no longer simulated",
+        ),
         field("geometry", DataType::Binary, false, "WKB", "centre as a 2D WKB point (GeoParquet)"),
     ])
 }

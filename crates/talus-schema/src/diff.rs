@@ -28,7 +28,13 @@ pub fn dod_schema() -> Schema {
         field("significant", DataType::Boolean, false, "1", "|dz| > lod"),
         field("n_pre", DataType::UInt32, false, "1", "pre-event points in the cell"),
         field("n_post", DataType::UInt32, false, "1", "post-event points in the cell"),
-        field("zone_id", DataType::Int32, false, "1", "id of the zone the cell belongs to, -1 for none"),
+        field(
+            "zone_id",
+            DataType::Int32,
+            false,
+            "1",
+            "id of the zone the cell belongs to, -1 for none",
+        ),
     ])
 }
 
@@ -37,7 +43,13 @@ pub fn zones_schema() -> Schema {
     let f = |n: &str, u: &str, d: &str| field(n, DataType::Float64, false, u, d);
     Schema::new(vec![
         field("zone_id", DataType::Int32, false, "1", "zone identifier"),
-        field("kind", DataType::Utf8, false, "1", "`scar` (significant loss) or `deposit` (significant gain)"),
+        field(
+            "kind",
+            DataType::Utf8,
+            false,
+            "1",
+            "`scar` (significant loss) or `deposit` (significant gain)",
+        ),
         f("area", "m^2", "planimetric area of the zone"),
         f("volume", "m^3", "volume of change (positive for both loss and gain)"),
         f("volume_error", "m^3", "1-sigma error of the volume"),
@@ -78,7 +90,11 @@ pub fn m3c2_schema() -> Schema {
         f("x", "m", "core point, easting"),
         f("y", "m", "core point, northing"),
         f("z", "m", "core point, elevation"),
-        f("m3c2_normal_x", "1", "unit normal (projection direction), easting component; NaN if undefined"),
+        f(
+            "m3c2_normal_x",
+            "1",
+            "unit normal (projection direction), easting component; NaN if undefined",
+        ),
         f("m3c2_normal_y", "1", "unit normal, northing component"),
         f("m3c2_normal_z", "1", "unit normal, vertical component"),
         f("m3c2_distance", "m", "signed distance post - pre along the normal (NaN if flagged)"),
@@ -87,8 +103,18 @@ pub fn m3c2_schema() -> Schema {
             "m",
             "level of detection LoD95 = 1.96 (sqrt(s1^2/n1 + s2^2/n2) + registration error)",
         ),
-        field("m3c2_significant", DataType::Boolean, false, "1", "|distance| > LoD95 (false when flagged)"),
-        f("m3c2_std_dev1", "m", "spread of the pre-event points along the normal in the cylinder (std. dev. or IQR)"),
+        field(
+            "m3c2_significant",
+            DataType::Boolean,
+            false,
+            "1",
+            "|distance| > LoD95 (false when flagged)",
+        ),
+        f(
+            "m3c2_std_dev1",
+            "m",
+            "spread of the pre-event points along the normal in the cylinder (std. dev. or IQR)",
+        ),
         f("m3c2_std_dev2", "m", "spread of the post-event points along the normal in the cylinder"),
         field("m3c2_count1", DataType::UInt32, false, "1", "pre-event points in the cylinder"),
         field("m3c2_count2", DataType::UInt32, false, "1", "post-event points in the cylinder"),

@@ -22,7 +22,13 @@ pub const UNIT_KEY: &str = "unit";
 pub const DESCRIPTION_KEY: &str = "description";
 
 /// A column with its unit and description in the field metadata.
-pub fn field(name: &str, data_type: DataType, nullable: bool, unit: &str, description: &str) -> Field {
+pub fn field(
+    name: &str,
+    data_type: DataType,
+    nullable: bool,
+    unit: &str,
+    description: &str,
+) -> Field {
     Field::new(name, data_type, nullable).with_metadata(HashMap::from([
         (UNIT_KEY.to_string(), unit.to_string()),
         (DESCRIPTION_KEY.to_string(), description.to_string()),

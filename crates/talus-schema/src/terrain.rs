@@ -21,7 +21,13 @@ pub fn triangles_schema() -> Schema {
     Schema::new(vec![
         field("id", DataType::UInt32, false, "1", "triangle index (0-based, dense)"),
         field("v0", DataType::UInt32, false, "1", "first vertex id"),
-        field("v1", DataType::UInt32, false, "1", "second vertex id (counter-clockwise from above)"),
+        field(
+            "v1",
+            DataType::UInt32,
+            false,
+            "1",
+            "second vertex id (counter-clockwise from above)",
+        ),
         field("v2", DataType::UInt32, false, "1", "third vertex id"),
         field("nx", DataType::Float64, false, "1", "unit upward normal, x"),
         field("ny", DataType::Float64, false, "1", "unit upward normal, y"),

@@ -56,7 +56,10 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
         ));
     }
     if s.c2c.points > 0 {
-        ctx.say(format!("  C2C: {} points, median distance {:.3} m", s.c2c.points, s.c2c.median_distance));
+        ctx.say(format!(
+            "  C2C: {} points, median distance {:.3} m",
+            s.c2c.points, s.c2c.median_distance
+        ));
     }
     ctx.say(format!("  wrote {}", args.out_dir.display()));
     Ok(())
