@@ -5,7 +5,7 @@
 //!
 //! `cargo bench -p talus-engine --bench heap [-- STEPS_SCALE]`: steps are reduced for the
 //! large cases (the table says how many were run; time per step is what is compared).
-//! Environment: TALUS_THESIS_DIR (default /work/shared/data/thesis-granular),
+//! Environment: TALUS_THESIS_DIR (default ../shared/data/thesis-granular beside the repository),
 //! TALUS_BENCH_SOLVER = warm | clarabel (default warm), TALUS_BENCH_SKIP_BIG = 1.
 
 use nalgebra::{Matrix3, Rotation3, UnitQuaternion, Vector3};
@@ -136,10 +136,9 @@ fn bench(
 }
 
 fn main() {
-    let dir = PathBuf::from(
-        std::env::var("TALUS_THESIS_DIR")
-            .unwrap_or_else(|_| "/work/shared/data/thesis-granular".into()),
-    );
+    let dir = PathBuf::from(std::env::var("TALUS_THESIS_DIR").unwrap_or_else(|_| {
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/thesis-granular").into()
+    }));
     let solver = match std::env::var("TALUS_BENCH_SOLVER").as_deref() {
         Ok("clarabel") => SolverConfig::Clarabel { tolerance: 1e-9, max_iterations: 200 },
         _ => SolverConfig::Warm { tolerance: 1e-9, max_iterations: 50, fallback_tolerance: 1e-9 },

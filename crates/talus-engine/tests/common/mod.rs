@@ -10,11 +10,14 @@ use std::path::{Path, PathBuf};
 use talus_engine::body::Block;
 use talus_engine::config::{Config, Kappa, PlaneConfig, SolverConfig};
 
+/// `TALUS_THESIS_DIR`, else `shared/data/thesis-granular` beside the repository.
 pub fn thesis_dir() -> PathBuf {
-    PathBuf::from(
-        std::env::var("TALUS_THESIS_DIR")
-            .unwrap_or_else(|_| "/work/shared/data/thesis-granular".into()),
-    )
+    match std::env::var("TALUS_THESIS_DIR") {
+        Ok(d) => PathBuf::from(d),
+        Err(_) => {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/thesis-granular")
+        }
+    }
 }
 
 fn numbers(path: &Path) -> Vec<Vec<f64>> {
