@@ -529,7 +529,8 @@ fn read_diags(path: &Path) -> Result<Vec<DiagRow>, Error> {
 }
 
 fn is_flush_step(step: u64, config: &Config) -> bool {
-    step % FLUSH_STEPS == 0 || (config.checkpoint_every > 0 && step % config.checkpoint_every == 0)
+    step.is_multiple_of(FLUSH_STEPS)
+        || (config.checkpoint_every > 0 && step.is_multiple_of(config.checkpoint_every))
 }
 
 fn checkpoint_dirs(root: &Path) -> Vec<(u64, PathBuf)> {

@@ -58,7 +58,7 @@ impl WarmStart {
     /// Entries sorted by key (for checkpoints).
     pub fn entries(&self) -> Vec<(ContactKey, f64)> {
         let mut v: Vec<_> = self.lambda.iter().map(|(k, l)| (*k, *l)).collect();
-        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v.sort_by_key(|a| a.0);
         v
     }
     /// From checkpointed entries.
