@@ -253,3 +253,52 @@ impl Config {
         crate::sample::parameters(self).iter().any(|p| p.key.starts_with("seed."))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, String> {
+        let c: Config = toml::from_str(text).map_err(|e| e.to_string())?;
+        c.validate().map_err(|e| e.to_string())?;
+        Ok(c)
+    }
+
+    #[test]
+    fn a_good_table_parses() {
+        let c = parse(
+            "search = \"grid\"\n[parameters]\nrestitution = { values = [0.1, 0.2] }\ntangential_ratio = { min = 0.5, max = 8.0, scale = \"log\", levels = 4 }\nkeys = { \"run.separation.beta\" = { values = [0.2] } }\n",
+        )
+        .unwrap();
+        assert_eq!(crate::sample::member_count(&c), 2 * 4);
+        assert!(!c.varies_seed());
+        let c = parse("[parameters]\nblock_scale = { min = 0.8, max = 1.2 }\n").unwrap();
+        assert!(c.varies_seed());
+        assert_eq!(c.search, Search::LatinHypercube);
+    }
+
+    #[test]
+    fn a_bad_table_names_the_key() {
+        for (text, needle) in [
+            ("serach = \"grid\"\n[parameters]\nrestitution = { values = [0.1] }\n", "serach"),
+            ("[parameters]\nrestitutoin = { values = [0.1] }\n", "restitutoin"),
+            ("[parameters]\nrestitution = { value = [0.1] }\n", "value"),
+            ("search = \"sobol\"\n[parameters]\nrestitution = { values = [0.1] }\n", "sobol"),
+            ("[parameters]\nrestitution = { min = 0.5 }\n", "parameters.restitution"),
+            ("[parameters]\nrestitution = { min = 0.5, max = 0.1 }\n", "parameters.restitution"),
+            (
+                "[parameters]\ntangential_ratio = { min = 0.0, max = 2.0, scale = \"log\" }\n",
+                "parameters.tangential_ratio",
+            ),
+            (
+                "[parameters]\nkeys = { \"compare.bulking_factor\" = { values = [1.0] } }\n",
+                "compare.bulking_factor",
+            ),
+            ("[weights]\niou = -1.0\n[parameters]\nrestitution = { values = [0.1] }\n", "weights.iou"),
+            ("samples = 4\n", "no parameter"),
+        ] {
+            let e = parse(text).unwrap_err();
+            assert!(e.contains(needle), "expected `{needle}` in: {e}");
+        }
+    }
+}

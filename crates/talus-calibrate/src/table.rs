@@ -292,3 +292,92 @@ pub fn best(rows: &[Row]) -> Option<usize> {
         .min_by(|(_, a), (_, b)| a.score.total_cmp(&b.score).then(a.member.cmp(&b.member)))
         .map(|(i, _)| i)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Parameters, Spec};
+
+    fn metrics(iou: f64, runout: f64, rmse: f64) -> Metrics {
+        Metrics {
+            deposit_iou: iou,
+            volume_overlap: 0.5,
+            runout_simulated: runout,
+            runout_surveyed: 200.0,
+            thickness_rmse: rmse,
+            deposit_volume_surveyed: 1000.0,
+            deposit_area_surveyed: 100.0,
+            centroid_offset: 3.0,
+        }
+    }
+
+    fn member(i: usize, v: f64) -> Member {
+        Member { index: i, seed: i as u64 * 7, values: vec![v] }
+    }
+
+    #[test]
+    fn score_is_the_weighted_mean_of_the_losses() {
+        let w = Weights { iou: 1.0, runout: 0.5, thickness: 0.25 };
+        let m = metrics(0.6, 250.0, 5.0);
+        // (1 × 0.4 + 0.5 × 50/200 + 0.25 × 5/10) / 1.75
+        let expected = (0.4 + 0.125 + 0.125) / 1.75;
+        assert!((m.score(&w).unwrap() - expected).abs() < 1e-15);
+        assert_eq!(metrics(1.0, 200.0, 0.0).score(&w).unwrap(), 0.0);
+        // A metric with zero weight may be missing; one with weight may not.
+        let only_iou = Weights { iou: 1.0, runout: 0.0, thickness: 0.0 };
+        assert!((metrics(0.7, f64::NAN, f64::NAN).score(&only_iou).unwrap() - 0.3).abs() < 1e-15);
+        assert!(metrics(0.7, f64::NAN, 1.0).score(&w).unwrap_err().contains("runout"));
+    }
+
+    #[test]
+    fn best_is_the_lowest_score_among_ok_rows() {
+        let w = Weights::default();
+        let rows = vec![
+            Row::new(&member(0, 0.1), Ok(metrics(0.3, 260.0, 6.0)), &w, 1.0),
+            Row::new(&member(1, 0.2), Ok(metrics(0.7, 210.0, 4.0)), &w, 1.0),
+            Row::new(&member(2, 0.3), Err("stage `run` failed: x".into()), &w, 1.0),
+            Row::new(&member(3, 0.4), Ok(metrics(0.65, 205.0, 4.0)), &w, 1.0),
+        ];
+        assert_eq!(rows[2].status, Status::Failed);
+        assert!(rows[2].score.is_nan());
+        let b = best(&rows).unwrap();
+        let min = rows
+            .iter()
+            .filter(|r| r.status == Status::Ok)
+            .map(|r| r.score)
+            .fold(f64::INFINITY, f64::min);
+        assert_eq!(rows[b].score, min);
+        assert_eq!(b, 1);
+        assert_eq!(best(&rows[2..3]), None);
+    }
+
+    #[test]
+    fn rows_round_trip_through_parquet() {
+        let c = crate::Config {
+            parameters: Parameters {
+                restitution: Some(Spec { values: vec![0.1, 0.2], ..Spec::default() }),
+                ..Parameters::default()
+            },
+            ..crate::Config::default()
+        };
+        let params = crate::sample::parameters(&c);
+        let w = Weights::default();
+        let rows = vec![
+            Row::new(&member(0, 0.1), Ok(metrics(0.3, 260.0, 6.0)), &w, 1.5),
+            Row::new(&member(1, 0.2), Err("stage `run` failed".into()), &w, 2.0),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs.parquet");
+        let prov = talus_io::Provenance::new("calibrate", "test", &c);
+        write(&path, &params, &rows, &prov).unwrap();
+        let back = read(&path, &params).unwrap();
+        assert_eq!(back.len(), 2);
+        for (a, b) in rows.iter().zip(&back) {
+            assert_eq!((a.member, a.member_seed, &a.values, a.status), (b.member, b.member_seed, &b.values, b.status));
+            assert_eq!(a.score.to_bits(), b.score.to_bits());
+            assert_eq!(a.metrics.deposit_iou.to_bits(), b.metrics.deposit_iou.to_bits());
+            assert_eq!(a.metrics.runout_error().to_bits(), b.metrics.runout_error().to_bits());
+            assert_eq!(a.error, b.error);
+        }
+    }
+}
