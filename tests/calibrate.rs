@@ -4,7 +4,7 @@
 //!   is the one with the lowest weighted score recomputed from the table's columns;
 //! * the same members run one per process (`--member`, out of order) and collected give
 //!   a byte-identical runs table;
-//! * `--collect` with missing rows names them; a bad `[calibrate]` table names the key
+//! * `--collect` with missing rows names them (`--allow-missing` leaves them out); a bad `[calibrate]` table names the key
 //!   before any stage runs.
 
 use std::path::Path;
@@ -132,7 +132,18 @@ fn calibration_full_and_by_member_agree() {
         assert!(o.status.success(), "member {i}: {}", text(&o));
     }
     let o = talus(b.path(), &["calibrate", "site.toml", "--out", OUT, "--collect"]);
-    assert!(!o.status.success() && text(&o).contains("1 of 4 members have no row (2)"), "{}", text(&o));
+    assert!(
+        !o.status.success() && text(&o).contains("1 of 4 members have no row (2)"),
+        "{}",
+        text(&o)
+    );
+    let o =
+        talus(b.path(), &["calibrate", "site.toml", "--out", OUT, "--collect", "--allow-missing"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let partial =
+        read_table(&b.path().join(OUT).join("runs.parquet"), &arrow::datatypes::Schema::empty())
+            .unwrap();
+    assert_eq!(partial.u32s("member").unwrap(), vec![0, 1, 3]);
     let o = talus(b.path(), &["calibrate", "site.toml", "--out", OUT, "--member", "2"]);
     assert!(o.status.success(), "{}", text(&o));
     let o = talus(b.path(), &["calibrate", "site.toml", "--out", OUT, "--collect"]);

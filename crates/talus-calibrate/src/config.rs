@@ -294,7 +294,10 @@ mod tests {
                 "[parameters]\nkeys = { \"compare.bulking_factor\" = { values = [1.0] } }\n",
                 "compare.bulking_factor",
             ),
-            ("[weights]\niou = -1.0\n[parameters]\nrestitution = { values = [0.1] }\n", "weights.iou"),
+            (
+                "[weights]\niou = -1.0\n[parameters]\nrestitution = { values = [0.1] }\n",
+                "weights.iou",
+            ),
             ("samples = 4\n", "no parameter"),
         ] {
             let e = parse(text).unwrap_err();

@@ -373,7 +373,10 @@ mod tests {
         let back = read(&path, &params).unwrap();
         assert_eq!(back.len(), 2);
         for (a, b) in rows.iter().zip(&back) {
-            assert_eq!((a.member, a.member_seed, &a.values, a.status), (b.member, b.member_seed, &b.values, b.status));
+            assert_eq!(
+                (a.member, a.member_seed, &a.values, a.status),
+                (b.member, b.member_seed, &b.values, b.status)
+            );
             assert_eq!(a.score.to_bits(), b.score.to_bits());
             assert_eq!(a.metrics.deposit_iou.to_bits(), b.metrics.deposit_iou.to_bits());
             assert_eq!(a.metrics.runout_error().to_bits(), b.metrics.runout_error().to_bits());

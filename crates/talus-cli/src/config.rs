@@ -143,10 +143,10 @@ fn resolve<'a>(root: &'a serde_json::Value, v: &'a serde_json::Value) -> &'a ser
             }
         }
     }
-    if let Some(all) = v.get("allOf").and_then(|a| a.as_array()) {
-        if all.len() == 1 {
-            return resolve(root, &all[0]);
-        }
+    if let Some(all) = v.get("allOf").and_then(|a| a.as_array())
+        && all.len() == 1
+    {
+        return resolve(root, &all[0]);
     }
     v
 }

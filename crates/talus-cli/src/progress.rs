@@ -32,24 +32,24 @@ impl talus_io::Progress for Bars {
             ProgressBar::new_spinner()
         };
         bar.set_message(phase.to_string());
-        if let Ok(mut b) = self.bar.lock() {
-            if let Some(old) = b.replace(bar) {
-                old.finish_and_clear();
-            }
+        if let Ok(mut b) = self.bar.lock()
+            && let Some(old) = b.replace(bar)
+        {
+            old.finish_and_clear();
         }
     }
     fn inc(&self, n: u64) {
-        if let Ok(b) = self.bar.lock() {
-            if let Some(b) = b.as_ref() {
-                b.inc(n);
-            }
+        if let Ok(b) = self.bar.lock()
+            && let Some(b) = b.as_ref()
+        {
+            b.inc(n);
         }
     }
     fn finish(&self) {
-        if let Ok(mut b) = self.bar.lock() {
-            if let Some(b) = b.take() {
-                b.finish_and_clear();
-            }
+        if let Ok(mut b) = self.bar.lock()
+            && let Some(b) = b.take()
+        {
+            b.finish_and_clear();
         }
     }
 }

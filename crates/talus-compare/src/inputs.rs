@@ -73,7 +73,7 @@ impl Grid {
         let c = ((x - self.x0) / self.cell).floor();
         let r = ((y - self.y0) / self.cell).floor();
         (c >= 0.0 && r >= 0.0 && (c as usize) < self.nx && (r as usize) < self.ny)
-            .then(|| (r as usize, c as usize))
+            .then_some((r as usize, c as usize))
     }
     /// `[xmin, ymin, xmax, ymax]`.
     pub fn extent(&self) -> [f64; 4] {

@@ -355,8 +355,8 @@ pub fn compute(
                     hl_o = Some(h / l);
                     ta_o = Some(h.atan2(l).to_degrees());
                 }
-                lat_s = (hi_s >= lo_s).then(|| hi_s - lo_s + g.cell);
-                lat_o = (hi_o >= lo_o).then(|| hi_o - lo_o + g.cell);
+                lat_s = (hi_s >= lo_s).then_some(hi_s - lo_s + g.cell);
+                lat_o = (hi_o >= lo_o).then_some(hi_o - lo_o + g.cell);
             }
             v.extend([run_s, run_o, ta_s, ta_o, hl_s, hl_o, lat_s, lat_o]);
             let scar_vol: f64 =

@@ -41,6 +41,10 @@ pub struct Args {
     /// Only gather the members' rows into the runs table, best configuration and report.
     #[arg(long, conflicts_with = "count")]
     pub collect: bool,
+    /// With `--collect`: collect the rows present and leave the missing members out of
+    /// the table (listed on stderr) instead of failing.
+    #[arg(long, requires = "collect")]
+    pub allow_missing: bool,
     /// Print the number of members and exit.
     #[arg(long)]
     pub count: bool,
@@ -288,10 +292,18 @@ fn describe(row: &talus_calibrate::Row) -> String {
 }
 
 /// Every member's row into the table, best configuration and report.
-fn collect(plan: &Plan, ctx: &Ctx) -> Result<(), CmdError> {
+fn collect(plan: &Plan, allow_missing: bool, ctx: &Ctx) -> Result<(), CmdError> {
     let n = plan.n();
     let missing: Vec<usize> = (0..n).filter(|&i| !plan.row_path(i).is_file()).collect();
-    if !missing.is_empty() {
+    if allow_missing && missing.len() < n {
+        if !missing.is_empty() {
+            eprintln!(
+                "warning: {} of {n} members have no row and are left out: {}",
+                missing.len(),
+                missing.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(", ")
+            );
+        }
+    } else if !missing.is_empty() {
         let list: Vec<String> = missing.iter().take(20).map(|i| i.to_string()).collect();
         return Err(format!(
             "{} of {n} members have no row ({}{}): run them with `talus calibrate {} --out {} --member I`",
@@ -305,7 +317,7 @@ fn collect(plan: &Plan, ctx: &Ctx) -> Result<(), CmdError> {
     }
     let mut rows = Vec::with_capacity(n);
     let mut paths = Vec::with_capacity(n);
-    for i in 0..n {
+    for i in (0..n).filter(|i| !missing.contains(i)) {
         let path = plan.row_path(i);
         let mut r = talus_calibrate::table::read(&path, &plan.params)?;
         let expected = talus_calibrate::member(&plan.config, i);
@@ -462,7 +474,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
         return Ok(());
     }
     if args.collect {
-        return collect(&plan, ctx);
+        return collect(&plan, args.allow_missing, ctx);
     }
     prepare(&plan, args.force, ctx)?;
     if args.prepare {
@@ -474,7 +486,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
         return Ok(());
     }
     run_all(&plan, &args, ctx)?;
-    collect(&plan, ctx)?;
+    collect(&plan, false, ctx)?;
     ctx.say(format!("calibrate: done in {:.1} s", t.elapsed().as_secs_f64()));
     Ok(())
 }

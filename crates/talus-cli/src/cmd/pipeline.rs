@@ -251,7 +251,7 @@ pub fn plan(site: &SiteFile, site_path: &Path, out: &Path) -> Vec<Stage> {
 
 /// The stages of a site writing into `layout`, in order.
 pub fn plan_in(site: &SiteFile, site_path: &Path, layout: &Layout) -> Vec<Stage> {
-    let cfg = vec!["--config".to_string(), p(site_path)];
+    let cfg = ["--config".to_string(), p(site_path)];
     let d = |s: &str| match s {
         "synth" => layout.synth.clone(),
         "points" => layout.points.clone(),
@@ -622,7 +622,7 @@ pub fn run_stages(
         }
         let config = raw
             .get(stage.table)
-            .map(|v| serde_json::to_value(v))
+            .map(serde_json::to_value)
             .transpose()?
             .unwrap_or(serde_json::json!({}));
         let mut command = vec![p(&exe)];
