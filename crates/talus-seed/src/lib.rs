@@ -173,6 +173,8 @@ pub struct Summary {
     pub scar_cells: usize,
     /// Scar cells where the post-event surface is above the pre-event one (warning).
     pub crossing_cells: usize,
+    /// Scar cells whose floor was raised to the post-event TIN (`--terrain`).
+    pub terrain_cells_raised: usize,
 }
 
 /// Read the void: the DoD grid restricted to the scar polygons. Returns the void, the
@@ -268,6 +270,20 @@ pub fn seed(
     path: &Path,
     progress: &dyn Progress,
 ) -> Result<Seeding, SeedError> {
+    seed_above(config, void, outline, None, path, progress)
+}
+
+/// Seed blocks into `void`, every block also above `terrain` (the post-event TIN the
+/// simulation will use) by at least `clearance`: each cell's floor is raised to the TIN's
+/// largest height over the cell before paving. The volume to fill stays the void's.
+pub fn seed_above(
+    config: &Config,
+    void: &Void,
+    outline: Option<&Outline>,
+    terrain: Option<&talus_terrain::Tin>,
+    path: &Path,
+    progress: &dyn Progress,
+) -> Result<Seeding, SeedError> {
     config.validate()?;
     let cells = void.fillable.iter().filter(|f| **f).count();
     if cells == 0 {
@@ -289,6 +305,15 @@ pub fn seed(
     let azimuth = match config.azimuth {
         Some(a) => a.to_radians(),
         None => void::facing_azimuth(void).0,
+    };
+    let mut raised_void;
+    let (void, terrain_cells_raised) = match terrain {
+        Some(tin) => {
+            raised_void = void.clone();
+            let n = raised_void.raise_to_tin(tin);
+            (&raised_void, n)
+        }
+        None => (void, 0),
     };
     let sizes: Vec<[f64; 3]> =
         std::iter::once(config.size).chain(config.extra_sizes.iter().copied()).collect();
@@ -349,6 +374,7 @@ pub fn seed(
         azimuth_deg: azimuth.to_degrees(),
         scar_cells: cells,
         crossing_cells: crossing,
+        terrain_cells_raised,
     };
     Ok(Seeding { blocks, summary })
 }
@@ -432,21 +458,40 @@ pub fn read_blocks(path: &Path) -> Result<(Vec<Block>, Vec<f64>), SeedError> {
     Ok((blocks, rho))
 }
 
-/// Run the stage: DoD + zones -> blocks file. With `export_thesis`, also write the
-/// blocks in the thesis's format into that directory.
+/// Run the stage: DoD + zones (+ the post-event TIN directory of `talus terrain`, which
+/// every block then clears) -> blocks file. With `export_thesis`, also write the blocks
+/// in the thesis's format into that directory.
 pub fn run(
     config: &Config,
     dod: &Path,
     zones: &Path,
+    terrain: Option<&Path>,
     out: &Path,
     export_thesis: Option<&Path>,
     progress: &dyn Progress,
 ) -> Result<Summary, SeedError> {
     config.validate()?;
     let (void, outline, crs) = read_void(config, dod, zones)?;
-    let s = seed(config, &void, Some(&outline), dod, progress)?;
+    let tin = match terrain {
+        Some(dir) => {
+            let tin = talus_terrain::export::read_tin(dir)?;
+            if tin.triangles.is_empty() {
+                return Err(SeedError::Input {
+                    path: dir.to_path_buf(),
+                    message: "the terrain has no triangle".into(),
+                });
+            }
+            Some(tin)
+        }
+        None => None,
+    };
+    let s = seed_above(config, &void, Some(&outline), tin.as_ref(), dod, progress)?;
+    let mut inputs = vec![dod.to_path_buf(), zones.to_path_buf()];
+    if let Some(dir) = terrain {
+        inputs.extend([dir.join("vertices.parquet"), dir.join("triangles.parquet")]);
+    }
     let prov = Provenance::new("seed", env!("CARGO_PKG_VERSION"), config)
-        .with_inputs(&[dod, zones])?
+        .with_inputs(&inputs)?
         .with_crs(crs)
         .with_extra("talus:seed_summary", serde_json::to_string(&s.summary).unwrap_or_default());
     write_blocks(out, &s.blocks, config.density, prov)?;

@@ -223,3 +223,89 @@ pub fn facing_azimuth(v: &Void) -> (f64, f64) {
     let (mx, my) = (sx / n as f64, sy / n as f64);
     (my.atan2(mx), (mx * mx + my * my).sqrt())
 }
+
+/// Largest height of the TIN over every cell of the void's grid (NaN where the TIN does
+/// not reach the cell): the maximum of a piecewise-linear surface over a square is
+/// attained at a vertex of the square ∩ triangle polygons, so each triangle is clipped
+/// to each cell it overlaps (Sutherland-Hodgman) and its plane evaluated at the clipped
+/// polygon's vertices.
+pub fn tin_max_per_cell(grid: &GridGeometry, tin: &talus_terrain::Tin) -> Vec<f64> {
+    let g = grid;
+    let mut top = vec![f64::NAN; g.nx * g.ny];
+    for t in 0..tin.triangles.len() {
+        let tri: Vec<[f64; 2]> =
+            (0..3).map(|k| [tin.vertex(t, k)[0], tin.vertex(t, k)[1]]).collect();
+        let (mut lo, mut hi) = ([f64::INFINITY; 2], [f64::NEG_INFINITY; 2]);
+        for p in &tri {
+            lo = [lo[0].min(p[0]), lo[1].min(p[1])];
+            hi = [hi[0].max(p[0]), hi[1].max(p[1])];
+        }
+        let c0 = ((lo[0] - g.x0) / g.cell).floor().max(0.0);
+        let c1 = ((hi[0] - g.x0) / g.cell).floor().min(g.nx as f64 - 1.0);
+        let r0 = ((lo[1] - g.y0) / g.cell).floor().max(0.0);
+        let r1 = ((hi[1] - g.y0) / g.cell).floor().min(g.ny as f64 - 1.0);
+        if c1 < c0 || r1 < r0 {
+            continue;
+        }
+        for r in r0 as usize..=r1 as usize {
+            for c in c0 as usize..=c1 as usize {
+                let (x0, y0) = (g.x0 + c as f64 * g.cell, g.y0 + r as f64 * g.cell);
+                let poly = clip_to_box(&tri, [x0, y0], [x0 + g.cell, y0 + g.cell]);
+                for p in &poly {
+                    let z = tin.plane_z(t, p[0], p[1]);
+                    let m = &mut top[r * g.nx + c];
+                    if m.is_nan() || z > *m {
+                        *m = z;
+                    }
+                }
+            }
+        }
+    }
+    top
+}
+
+/// Sutherland-Hodgman clipping of a convex polygon to the box [lo, hi].
+fn clip_to_box(poly: &[[f64; 2]], lo: [f64; 2], hi: [f64; 2]) -> Vec<[f64; 2]> {
+    let mut out = poly.to_vec();
+    // (axis, bound, keep the side where coordinate >= bound?)
+    for (axis, bound, above) in
+        [(0, lo[0], true), (0, hi[0], false), (1, lo[1], true), (1, hi[1], false)]
+    {
+        if out.is_empty() {
+            break;
+        }
+        let inside = |p: &[f64; 2]| if above { p[axis] >= bound } else { p[axis] <= bound };
+        let input = std::mem::take(&mut out);
+        for k in 0..input.len() {
+            let (a, b) = (input[k], input[(k + 1) % input.len()]);
+            let (ia, ib) = (inside(&a), inside(&b));
+            if ia {
+                out.push(a);
+            }
+            if ia != ib {
+                let t = (bound - a[axis]) / (b[axis] - a[axis]);
+                let mut p = [a[0] + t * (b[0] - a[0]), a[1] + t * (b[1] - a[1])];
+                p[axis] = bound;
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+impl Void {
+    /// Raise the post-event surface of every fillable cell to the largest height of `tin`
+    /// over the cell, so that a block standing on the column floor cannot reach into the
+    /// terrain the simulation uses. Returns the number of cells raised.
+    pub fn raise_to_tin(&mut self, tin: &talus_terrain::Tin) -> usize {
+        let top = tin_max_per_cell(&self.grid, tin);
+        let mut raised = 0;
+        for (i, t) in top.into_iter().enumerate() {
+            if self.fillable[i] && t > self.z_post[i] {
+                self.z_post[i] = t;
+                raised += 1;
+            }
+        }
+        raised
+    }
+}
