@@ -7,7 +7,10 @@
 //! remaining cliff faces (mean horizontal normal of the post-event surface in the scar),
 //! as in the thesis (§6.2). They are placed by an exact dynamic programme over a lattice of
 //! strip and column positions that maximises the number of blocks whose every point lies
-//! in the void ([`pack`]); further size classes fill what is left. Reported: seeded volume
+//! in the void ([`pack`]); further size classes fill what is left. With the post-event
+//! TIN the simulation uses (`--terrain`), every cell's floor is first raised to the TIN's
+//! largest height over the cell ([`void::tin_max_per_cell`]), so no block starts inside
+//! the terrain; the volume to fill stays the DoD's. Reported: seeded volume
 //! $N a b c$, volume to fill $V$ and fill fraction $N a b c / V$.
 //!
 //! The thesis's `size_N.data`/`position_N.data` files are read and written by [`thesis`].
