@@ -8,9 +8,9 @@
 //! as in the thesis (§6.2). They are placed by an exact dynamic programme over a lattice of
 //! strip and column positions that maximises the number of blocks whose every point lies
 //! in the void ([`pack`]); further size classes fill what is left. With the post-event
-//! TIN the simulation uses (`--terrain`), every cell's floor is first raised to the TIN's
-//! largest height over the cell ([`void::tin_max_per_cell`]), so no block starts inside
-//! the terrain; the volume to fill stays the DoD's. Reported: seeded volume
+//! TIN the simulation uses (`--terrain`), a column's floor is also at least the TIN's
+//! largest height over the column's footprint ([`void::TinFloor`], exact), so no block
+//! starts inside the terrain; the volume to fill stays the DoD's. Reported: seeded volume
 //! $N a b c$, volume to fill $V$ and fill fraction $N a b c / V$.
 //!
 //! The thesis's `size_N.data`/`position_N.data` files are read and written by [`thesis`].
@@ -176,8 +176,6 @@ pub struct Summary {
     pub scar_cells: usize,
     /// Scar cells where the post-event surface is above the pre-event one (warning).
     pub crossing_cells: usize,
-    /// Scar cells whose floor was raised to the post-event TIN (`--terrain`).
-    pub terrain_cells_raised: usize,
 }
 
 /// Read the void: the DoD grid restricted to the scar polygons. Returns the void, the
@@ -277,13 +275,13 @@ pub fn seed(
 }
 
 /// Seed blocks into `void`, every block also above `terrain` (the post-event TIN the
-/// simulation will use) by at least `clearance`: each cell's floor is raised to the TIN's
-/// largest height over the cell before paving. The volume to fill stays the void's.
+/// simulation will use) by at least `clearance`: a column's floor is at least the TIN's
+/// largest height over its footprint. The volume to fill stays the void's.
 pub fn seed_above(
     config: &Config,
     void: &Void,
     outline: Option<&Outline>,
-    terrain: Option<&talus_terrain::Tin>,
+    terrain: Option<&void::TinFloor>,
     path: &Path,
     progress: &dyn Progress,
 ) -> Result<Seeding, SeedError> {
@@ -309,15 +307,6 @@ pub fn seed_above(
         Some(a) => a.to_radians(),
         None => void::facing_azimuth(void).0,
     };
-    let mut raised_void;
-    let (void, terrain_cells_raised) = match terrain {
-        Some(tin) => {
-            raised_void = void.clone();
-            let n = raised_void.raise_to_tin(tin);
-            (&raised_void, n)
-        }
-        None => (void, 0),
-    };
     let sizes: Vec<[f64; 3]> =
         std::iter::once(config.size).chain(config.extra_sizes.iter().copied()).collect();
     let run_at = |scale: f64| {
@@ -333,7 +322,7 @@ pub fn seed_above(
                 gap: config.gap,
                 clearance: config.clearance,
             };
-            let b = pack::pave(&mut v, outline, &p, config.stacking, progress);
+            let b = pack::pave(&mut v, outline, terrain, &p, config.stacking, progress);
             classes.push(ClassCount { size, blocks: b.len() });
             blocks.extend(b);
         }
@@ -377,7 +366,6 @@ pub fn seed_above(
         azimuth_deg: azimuth.to_degrees(),
         scar_cells: cells,
         crossing_cells: crossing,
-        terrain_cells_raised,
     };
     Ok(Seeding { blocks, summary })
 }
@@ -484,7 +472,7 @@ pub fn run(
                     message: "the terrain has no triangle".into(),
                 });
             }
-            Some(tin)
+            Some(void::TinFloor::new(tin, 10.0))
         }
         None => None,
     };

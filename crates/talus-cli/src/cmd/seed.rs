@@ -79,12 +79,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
             s.crossing_cells, s.scar_cells
         ));
     }
-    if s.terrain_cells_raised > 0 {
-        ctx.say(format!(
-            "seed: {} of {} scar cells raised to the post-event TIN",
-            s.terrain_cells_raised, s.scar_cells
-        ));
-    }
+
     let classes: Vec<String> = s
         .classes
         .iter()
