@@ -58,7 +58,8 @@ pub struct Config {
     pub lattice: usize,
     /// Free space between neighbouring blocks, m.
     pub gap: f64,
-    /// Free space between the post-event surface and the lowest block of a column, m.
+    /// Free space between the post-event surface (the DoD's, and the terrain TIN's when
+    /// one is given) and the lowest block of a column, m.
     pub clearance: f64,
     /// Scar zones to fill (zone_id); empty = every zone of kind `scar`.
     pub zone_ids: Vec<i32>,

@@ -129,6 +129,12 @@ fn thesis_sized_and_fine_meshes_on_request() {
     println!("greedy {:?} vs grid {:?}", s.misfit, g.misfit);
     assert!(s.misfit.rms_error < g.misfit.rms_error, "{:?} vs {:?}", s.misfit, g.misfit);
     assert!(s.misfit.max_error < g.misfit.max_error, "{:?} vs {:?}", s.misfit, g.misfit);
+    // A fine mesh by error: every left-out point within 2 cm, far more vertices.
+    let fine = Config { simplify: Simplify::Greedy, max_error: Some(0.02), ..Config::default() };
+    let (e, _, _) = build(&fine, pts.clone(), None, &NoProgress).unwrap();
+    println!("fine: {} vertices, misfit {:?}", e.tin.vertices.len(), e.misfit);
+    assert!(e.tin.is_valid());
+    assert!(e.misfit.max_error <= 0.02 && e.tin.vertices.len() > 4 * 2371, "{:?}", e.misfit);
     let all = Config::default();
     let (f, _, _) = build(&all, pts, None, &NoProgress).unwrap();
     assert_eq!(f.tin.vertices.len(), 30_000);
