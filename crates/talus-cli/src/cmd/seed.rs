@@ -79,7 +79,6 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
             s.crossing_cells, s.scar_cells
         ));
     }
-
     let classes: Vec<String> = s
         .classes
         .iter()
