@@ -155,6 +155,13 @@ impl Columns {
         Columns { x0: lo[0], y0: lo[1], cell, nx, ny, start, pts }
     }
 
+    /// Row-major index of the column holding `p` (clamped to the grid).
+    fn key(&self, p: &[f64; 3]) -> usize {
+        let c = ((p[0] - self.x0) / self.cell).floor().clamp(0.0, (self.nx - 1) as f64) as usize;
+        let r = ((p[1] - self.y0) / self.cell).floor().clamp(0.0, (self.ny - 1) as f64) as usize;
+        r * self.nx + c
+    }
+
     /// Column index range `[a, b]` (inclusive, clamped) covering `[v - e, v + e]` on an
     /// axis with origin `o` and `n` columns; `None` when outside.
     #[inline]
@@ -411,10 +418,23 @@ pub fn median_iqr(v: &mut [f64]) -> (f64, f64) {
 /// M3C2 at every core point. `pre` is cloud 1 (also the cloud the normals come from),
 /// `post` cloud 2.
 pub fn m3c2(pre: &Cloud, post: &Cloud, cores: &[[f64; 3]], cfg: &M3c2Config) -> Vec<M3c2Row> {
-    cores
+    // Visit the core points in the order of the pre-event cloud's columns (row-major),
+    // so that consecutive searches touch the same memory; rows are put back in input
+    // order (each row depends on its core point only).
+    let mut order: Vec<(usize, u32)> =
+        cores.par_iter().enumerate().map(|(i, c)| (pre.columns.key(c), i as u32)).collect();
+    order.par_sort_unstable();
+    let rows: Vec<M3c2Row> = order
         .par_iter()
-        .map_init(Scratch::default, |scratch, c| m3c2_one(pre, post, c, cfg, scratch))
-        .collect()
+        .map_init(Scratch::default, |scratch, &(_, i)| {
+            m3c2_one(pre, post, &cores[i as usize], cfg, scratch)
+        })
+        .collect();
+    let mut out = rows.clone();
+    for (row, &(_, i)) in rows.into_iter().zip(&order) {
+        out[i as usize] = row;
+    }
+    out
 }
 
 fn m3c2_one(

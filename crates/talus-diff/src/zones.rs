@@ -124,9 +124,9 @@ pub fn volume_of(
             * (err2
                 + dod.horizontal_var[0] * gnorm[0].powi(2)
                 + dod.horizontal_var[1] * gnorm[1].powi(2));
-        for s in 0..2 {
-            gsum[s][0] += cell.grad[s][0];
-            gsum[s][1] += cell.grad[s][1];
+        for (acc, g) in gsum.iter_mut().zip(cell.grad) {
+            acc[0] += g[0];
+            acc[1] += g[1];
         }
         n += 1;
     }
