@@ -37,15 +37,20 @@
 //! With `slip_credit = true` (default) the cone of each frictional contact is shifted by
 //! the slip before the jump, γ_k = μ ‖v_T,k⁻‖ (a constant of the program), so the spurious
 //! normal velocity becomes μ(‖v_T⁺‖ − ‖v_T⁻‖): μ times the change of slip speed within the
-//! step, O(Δt) in a slide, and it telescopes: the normal offset accumulated over a slide is
-//! ≈ μ Δt (‖v_T(t)‖ − ‖v_T(t₀)‖). A block accelerating from rest hovers μ V Δt above the
-//! plane (it saturates at the detection `tolerance`: above it the contact is lost for a step
-//! and gravity brings the block back, with no velocity to hop); a decelerating one comes
-//! down as it slows, and one that starts sliding or lands at speed may sink up to
-//! μ Δt ΔV, which the bounded separation velocity then removes (its work is in the energy
-//! balance). A contact at rest (v_T⁻ = 0) gets γ_k = 0, the exact cone: a block at rest on a
+//! step, O(Δt) in a slide. A sliding contact with a positive gap Φ_k may moreover close it
+//! at the rate of the separation velocity, + min(β Φ_k/Δt, μ‖v_T⁻‖), so a block
+//! accelerating down a slope does not drift up (it hovers at Φ ≈ μ a Δt²/β with v_N ≈ 0)
+//! and one decelerating sinks at most ≈ μ a Δt²/β before the separation velocity holds it
+//! (steady state v_N = 0 either way, so κ_N, which acts on x_N, does not load the contact).
+//! A block that starts sliding or lands at speed may sink up to ≈ μ Δt ΔV, which the
+//! separation velocity then removes (its work is in the energy balance). A contact at rest
+//! (v_T⁻ = 0) gets γ_k = 0, the exact cone and the A-CD² normal law: a block at rest on a
 //! slope with tan θ < μ stays exactly at rest (u⁺ = 0 is then the jump's unique solution).
 //! The shift also makes the friction term of the dissipation non-negative (below).
+//!
+//! Without the credit, κ_N > 0 resists the relaxation's lift velocity: on a slope the
+//! normal force grows by n κ_N μ a and the acceleration drops to a/(1 + n μ² κ_N/m) (n
+//! contacts), independent of Δt; the tests show both.
 //!
 //! Where the relaxation differs from maximum dissipation (Preclik et al., §4): on an impact
 //! problem the relaxation minimises the same kinetic energy over the whole friction cone,
@@ -112,10 +117,11 @@ pub struct FrictionConfig {
     pub block_block: Option<FrictionLaw>,
     /// Law of block–terrain and block–plane contacts (absent: frictionless).
     pub block_terrain: Option<FrictionLaw>,
-    /// Shift each frictional cone by the slip speed before the jump, γ = μ‖v_T⁻‖ (m/s), so
-    /// the relaxation's spurious lift-off is μ(‖v_T⁺‖ − ‖v_T⁻‖), O(Δt), instead of μ‖v_T⁺‖
-    /// (the "hop"); a sliding block then hovers ≈ μ V Δt above its support (at most
-    /// `tolerance`). `false`: Anitescu's relaxation as it stands.
+    /// Shift each frictional cone by the slip speed before the jump, γ = μ‖v_T⁻‖ (m/s), plus
+    /// min(β Φ/Δt, μ‖v_T⁻‖) for a gap Φ > 0, so the relaxation's spurious lift-off is
+    /// μ(‖v_T⁺‖ − ‖v_T⁻‖), O(Δt), instead of μ‖v_T⁺‖ (the "hop") and a sliding block stays
+    /// on its support. Contacts at rest are unaffected. `false`: Anitescu's relaxation as
+    /// it stands.
     pub slip_credit: bool,
 }
 
@@ -225,13 +231,23 @@ pub fn relative_velocity(bodies: &[JumpBody], c: &JumpContact) -> Vector3<f64> {
     w
 }
 
-/// Slip credit γ = μ ‖v_T⁻‖ of a contact (see the module doc), m/s.
-pub fn slip_credit(bodies: &[JumpBody], c: &JumpContact, mu: f64) -> f64 {
+/// Slip credit of a contact with gap Φ (see the module doc), m/s:
+/// γ = μ‖v_T⁻‖ + min(β Φ⁺/Δt, μ‖v_T⁻‖), the second term closing (at the rate of the
+/// separation velocity, and only while sliding) the hover gap left by earlier slip.
+pub fn slip_credit(
+    bodies: &[JumpBody],
+    c: &JumpContact,
+    mu: f64,
+    gap: f64,
+    beta: f64,
+    dt: f64,
+) -> f64 {
     if mu <= 0.0 {
         return 0.0;
     }
     let v = relative_velocity(bodies, c);
-    mu * (v - c.normal * c.normal.dot(&v)).norm()
+    let slip = mu * (v - c.normal * c.normal.dot(&v)).norm();
+    slip + (beta * gap.max(0.0) / dt).min(slip)
 }
 
 /// Build the conic program of an island from its frictionless QP `base` (whose H and p are

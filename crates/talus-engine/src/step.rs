@@ -311,7 +311,8 @@ pub fn step_with_friction(
                 .map(|(&k, c)| {
                     let mu = friction.mu(contacts[k].kind());
                     let credit = if friction.slip_credit {
-                        friction::slip_credit(bodies, c, mu)
+                        let gap = contacts[k].gap;
+                        friction::slip_credit(bodies, c, mu, gap, params.beta, dt)
                     } else {
                         0.0
                     };
