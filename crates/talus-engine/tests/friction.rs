@@ -78,7 +78,7 @@ struct Run {
 fn run(
     p: &StepParams,
     f: &FrictionConfig,
-    blocks: &mut Vec<Block>,
+    blocks: &mut [Block],
     n: Vector3<f64>,
     tol: f64,
     steps: usize,
