@@ -100,19 +100,22 @@ fn run(
 #[test]
 fn block_rests_on_slope_below_friction_angle() {
     let theta = 20f64.to_radians(); // tan θ = 0.364
-    for solver in [
-        SolverConfig::Clarabel { tolerance: 1e-11, max_iterations: 200 },
-        SolverConfig::Warm { tolerance: 1e-10, max_iterations: 50, fallback_tolerance: 1e-11 },
+    for (solver, steps) in [
+        (SolverConfig::Clarabel { tolerance: 1e-11, max_iterations: 200 }, 10_000),
+        (
+            SolverConfig::Warm { tolerance: 1e-10, max_iterations: 50, fallback_tolerance: 1e-11 },
+            1000,
+        ),
     ] {
         let (b, n, _) = block_on_slope(theta);
         let x0 = b.pos;
         let m = b.mass;
         let p = StepParams { solver: solver.clone(), ..params(0.5 * m, 0.5 * m) };
         let mut blocks = vec![b];
-        let r = run(&p, &coulomb(0.45, true), &mut blocks, n, 1e-3, 10_000);
+        let r = run(&p, &coulomb(0.45, true), &mut blocks, n, 1e-3, steps);
         let disp = (blocks[0].pos - x0).norm();
         eprintln!(
-            "rest on 20° slope, μ = 0.45, {solver:?}: displacement after 10⁴ steps {disp:.3e} m"
+            "rest on 20° slope, μ = 0.45, {solver:?}: displacement after {steps} steps {disp:.3e} m"
         );
         assert!(disp < 1e-6, "displacement {disp} m");
         assert!(r.reports.iter().all(|rep| rep.solver == "clarabel_socp"));
@@ -605,4 +608,130 @@ fn friction_option_spelling() {
     let json = serde_json::to_string(&Config::default()).unwrap();
     assert!(!json.contains("friction"));
     assert!(serde_json::to_string(&c).unwrap().contains("\"coulomb\":0.6"));
+}
+
+/// Block–block cones: a block resting on a block resting on a 20° slope stays at rest when
+/// both pairs have μ = 0.45 (displacements < 1e-6 m over 1000 steps); with friction only
+/// against the terrain the top block creeps (κ_T) while the bottom one stays.
+#[test]
+fn stack_on_slope_per_material_pair() {
+    let theta = 20f64.to_radians();
+    let n = Vector3::new(-theta.sin(), 0.0, theta.cos());
+    let rot = UnitQuaternion::from_axis_angle(&Vector3::y_axis(), -theta);
+    for both in [true, false] {
+        let bottom = Block::new(1, 1.0, 0.8, 0.5, 2000.0, n * 0.25, rot);
+        let top = Block::new(2, 1.0, 0.8, 0.5, 2000.0, n * 0.75, rot);
+        let x0 = [bottom.pos, top.pos];
+        let m = bottom.mass;
+        let p = params(0.5 * m, 0.5 * m);
+        let f = FrictionConfig {
+            block_block: both.then_some(FrictionLaw::Coulomb(0.45)),
+            block_terrain: Some(FrictionLaw::Coulomb(0.45)),
+            slip_credit: true,
+        };
+        let mut blocks = vec![bottom, top];
+        let mut warm = WarmStart::default();
+        for _ in 0..1000 {
+            let mut contacts = plane_contacts(&blocks[..1], n, 1e-3);
+            // Top block's corners on the bottom block's top face (normal n, from 0 into 1).
+            let face = blocks[0].pos + n * 0.25;
+            for c in blocks[1].corners() {
+                let gap = n.dot(&(c - face));
+                if gap <= 1e-3 {
+                    contacts.push(Contact {
+                        i: 1,
+                        other: Other::Block(0),
+                        point: c - n * gap,
+                        normal: n,
+                        gap,
+                    });
+                }
+            }
+            let rep = step_with_friction(&p, &f, &mut blocks, &contacts, &mut warm);
+            assert!(rep.status.starts_with("Solved"), "{}", rep.status);
+            assert_eq!(rep.solver, "clarabel_socp");
+        }
+        let d0 = (blocks[0].pos - x0[0]).norm();
+        let d1 = (blocks[1].pos - x0[1]).norm();
+        eprintln!(
+            "stack on 20° slope, block–block friction {both}: displacements {d0:.3e}, {d1:.3e} m"
+        );
+        if both {
+            assert!(d0 < 1e-6 && d1 < 1e-6);
+        } else {
+            // Frictionless block–block: the top block creeps at the κ_T closed form
+            // v* = m g sinθ Δt/(n κ_T) (design.md §3) while the bottom one holds.
+            let v_star = G * theta.sin() * DT / (4.0 * 0.5);
+            assert!(d0 < 1e-6);
+            let t = 1000.0 * DT;
+            assert!(
+                (d1 / (v_star * t) - 1.0).abs() < 0.05,
+                "top moved {d1}, v* t = {}",
+                v_star * t
+            );
+        }
+    }
+}
+
+/// A free oblique collision of two spinning blocks with friction (g = 0): the internal
+/// percussions cancel, so momentum is conserved; kinetic energy decreases.
+#[test]
+fn frictional_collision_conserves_momentum() {
+    let p = StepParams { gravity: 0.0, ..params(50.0, 20.0) };
+    let mut a = Block::new(1, 1.0, 0.8, 0.5, 2000.0, Vector3::zeros(), UnitQuaternion::identity());
+    let mut b = Block::new(
+        2,
+        0.6,
+        0.6,
+        0.6,
+        2500.0,
+        Vector3::new(0.2, 0.1, 0.55),
+        UnitQuaternion::identity(),
+    );
+    a.vel = Vector3::new(0.5, -0.2, 1.0);
+    a.omega = Vector3::new(0.3, 2.0, -1.0);
+    b.vel = Vector3::new(-1.0, 0.4, -2.0);
+    b.omega = Vector3::new(-1.5, 0.2, 0.7);
+    let momentum = |bs: &[Block]| {
+        let mut p = Vector3::zeros();
+        let mut l = Vector3::zeros();
+        for k in bs {
+            let r = k.rot.to_rotation_matrix();
+            let iw = r.matrix() * Matrix3::from_diagonal(&k.inertia) * r.matrix().transpose();
+            p += k.vel * k.mass;
+            l += k.pos.cross(&(k.vel * k.mass)) + iw * k.omega;
+        }
+        (p, l)
+    };
+    let mut blocks = vec![a, b];
+    let (p0, _) = momentum(&blocks);
+    let ke0: f64 = blocks.iter().map(|k| k.kinetic_energy().0 + k.kinetic_energy().1).sum();
+    // b's bottom corners on a's top face z = 0.25: normal +z from a (j) into b (i).
+    let contacts: Vec<Contact> = blocks[1]
+        .corners()
+        .iter()
+        .filter(|c| c.z < 0.3)
+        .map(|c| Contact {
+            i: 1,
+            other: Other::Block(0),
+            point: Vector3::new(c.x, c.y, 0.25),
+            normal: Vector3::z(),
+            gap: c.z - 0.25,
+        })
+        .collect();
+    assert_eq!(contacts.len(), 4);
+    let rep = step_with_friction(
+        &p,
+        &coulomb(0.8, true),
+        &mut blocks,
+        &contacts,
+        &mut WarmStart::default(),
+    );
+    assert_eq!(rep.status, "Solved");
+    let (p1, _) = momentum(&blocks);
+    assert!((p1 - p0).norm() < 1e-9 * p0.norm().max(1.0), "p {p0} -> {p1}");
+    let ke =
+        |bs: &[Block]| bs.iter().map(|k| k.kinetic_energy().0 + k.kinetic_energy().1).sum::<f64>();
+    assert!(ke(&blocks) <= ke0 * (1.0 + 1e-9), "KE {ke0} -> {}", ke(&blocks));
+    assert!(rep.dissipated > 0.0);
 }
