@@ -48,16 +48,21 @@
 //! slope with tan θ < μ stays exactly at rest (u⁺ = 0 is then the jump's unique solution).
 //! The shift also makes the friction term of the dissipation non-negative (below).
 //!
-//! Without the credit, κ_N > 0 resists the relaxation's lift velocity: on a slope the
-//! normal force grows by n κ_N μ a and the acceleration drops to a/(1 + n μ² κ_N/m) (n
-//! contacts), independent of Δt; the tests show both.
+//! (With the shift μ‖v_T⁻‖ alone the hover velocity μ a Δt would persist, and κ_N, acting on
+//! it, would load the contact by n κ_N μ a: the acceleration would drop to
+//! a/(1 + n μ² κ_N/m), independent of Δt; measured 3.5 % slower at θ = 30°, μ = 0.3,
+//! κ_N = 0.1 m. The gap-closing term removes this: 2e-4 in the test.)
 //!
 //! Where the relaxation differs from maximum dissipation (Preclik et al., §4): on an impact
-//! problem the relaxation minimises the same kinetic energy over the whole friction cone,
-//! not over its intersection with the plane of maximum compression, so it dissipates at
-//! least as much, and its sliding solutions separate at μ‖v_T⁺‖ instead of v_N⁺ = 0. When
-//! the maximally dissipative solution sticks (v_T⁺ = 0, e.g. the Painlevé rod with
-//! μ ≥ μ*(θ₀)), the two coincide.
+//! problem (κ = 0, no credit) the relaxation minimises the same kinetic energy over the whole
+//! cone of impulses, not over its intersection with the plane of maximum compression, so it
+//! dissipates at least as much, and its sliding solutions separate at μ‖v_T⁺‖ instead of
+//! v_N⁺ = 0 (Table 1: objective −0.763 against −0.634, v_N⁺ = 0.128). When the maximally
+//! dissipative solution sticks (v_T⁺ = 0, e.g. the Painlevé rod with μ ≥ μ*(θ₀)), the two
+//! coincide. With the slip credit the jump admits the unchanged slide (v_N⁺ = 0 ≥
+//! μ(v₀ − v₀)): for the Painlevé rod with μ < μ* this gives maximum dissipation's Λ = 0
+//! (where the pure relaxation pushes and lifts the tip), but with μ ≥ μ* it gives Λ = 0 too
+//! instead of the sticking impulse Λ₀: the slide goes on into the next steps.
 //!
 //! # Energy
 //!
