@@ -224,3 +224,45 @@ pub fn pairs_brute_force(aabbs: &[Option<Aabb>]) -> Vec<(usize, usize)> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Boxes of a jittered lattice (neighbours overlap), with a few missing.
+    fn lattice(n: usize) -> Vec<Option<Aabb>> {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 11) as f64 / (1u64 << 53) as f64
+        };
+        (0..n)
+            .map(|k| {
+                let c = Vector3::new((k % 12) as f64, ((k / 12) % 12) as f64, (k / 144) as f64)
+                    * 0.9
+                    + Vector3::new(rnd(), rnd(), rnd()) * 0.1;
+                let h = Vector3::new(0.3 + 0.2 * rnd(), 0.3 + 0.2 * rnd(), 0.3 + 0.2 * rnd());
+                (k % 17 != 0).then_some(Aabb { min: c - h, max: c + h })
+            })
+            .collect()
+    }
+
+    /// The dense grid (compact pile) and the sorted keys (the same pile with one box far
+    /// away, which makes the dense grid too large) both give exactly the brute-force pairs.
+    #[test]
+    fn dense_and_sorted_grids_find_the_brute_force_pairs() {
+        let mut boxes = lattice(1000);
+        let pairs = pairs_from_aabbs(&boxes);
+        assert!(pairs.len() > 300, "{}", pairs.len());
+        assert_eq!(pairs, pairs_brute_force(&boxes));
+        let far = Vector3::new(1e4, -3e3, 50.0);
+        boxes.push(Some(Aabb { min: far, max: far + Vector3::repeat(0.4) }));
+        let (live, q) = (vec![0usize, 1], vec![[1u64, 1, 1], [1 << 20, 1, 1]]);
+        assert!(matches!(Grid::new(&live, &q), Grid::Sorted { .. }));
+        let sparse = pairs_from_aabbs(&boxes);
+        assert_eq!(sparse, pairs);
+        assert_eq!(sparse, pairs_brute_force(&boxes));
+    }
+}
