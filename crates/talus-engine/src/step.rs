@@ -194,13 +194,17 @@ pub fn prepare(params: &StepParams, blocks: &[Block], contacts: &[Contact]) -> P
         r.matrix() * Matrix3::from_diagonal(&blocks[k].inertia) * r.matrix().transpose()
     };
     let isl: Vec<Island> = islands(blocks.len(), &contacts);
+    // Index of every body within its island (each body is in at most one island).
+    let mut local = vec![usize::MAX; blocks.len()];
+    for island in &isl {
+        for (l, &b) in island.bodies.iter().enumerate() {
+            local[b] = l;
+        }
+    }
+    let local = &local;
     let assembled: Vec<AssembledIsland> = isl
         .into_par_iter()
         .map(|island| {
-            let mut local = std::collections::BTreeMap::new();
-            for (l, &b) in island.bodies.iter().enumerate() {
-                local.insert(b, l);
-            }
             let bodies: Vec<JumpBody> = island
                 .bodies
                 .iter()
@@ -223,9 +227,9 @@ pub fn prepare(params: &StepParams, blocks: &[Block], contacts: &[Contact]) -> P
                         0.0
                     };
                     JumpContact {
-                        i: local[&c.i],
+                        i: local[c.i],
                         j: match c.other {
-                            Other::Block(j) => Some(local[&j]),
+                            Other::Block(j) => Some(local[j]),
                             _ => None,
                         },
                         point: c.point,
@@ -450,19 +454,27 @@ pub fn step_with_friction(
     }
     .into();
 
-    // 4. Positions and the second half of the rotation.
-    for (k, b) in blocks.iter_mut().enumerate() {
-        if !b.active {
-            continue;
-        }
-        let (up, wp) = u_plus[k];
-        let dz = 0.5 * dt * (b.vel.z + up.z);
-        rep.gravity_work -= b.mass * params.gravity * dz;
-        b.pos += (b.vel + up) * (0.5 * dt);
-        b.vel = up;
-        let (rot, omega) = rotation::advance(params.rotation, half[k].0, wp, &b.inertia, 0.5 * dt);
-        b.rot = rot;
-        b.omega = omega;
+    // 4. Positions and the second half of the rotation (in parallel; gravity's work is
+    // summed afterwards in block order).
+    let work: Vec<Option<f64>> = blocks
+        .par_iter_mut()
+        .zip(u_plus.par_iter().zip(half.par_iter()))
+        .map(|(b, (&(up, wp), (half_rot, _)))| {
+            if !b.active {
+                return None;
+            }
+            let dz = 0.5 * dt * (b.vel.z + up.z);
+            b.pos += (b.vel + up) * (0.5 * dt);
+            b.vel = up;
+            let (rot, omega) =
+                rotation::advance(params.rotation, *half_rot, wp, &b.inertia, 0.5 * dt);
+            b.rot = rot;
+            b.omega = omega;
+            Some(b.mass * params.gravity * dz)
+        })
+        .collect();
+    for w in work.into_iter().flatten() {
+        rep.gravity_work -= w;
     }
     rep
 }
