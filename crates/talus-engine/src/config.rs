@@ -1,6 +1,7 @@
 //! The options of `talus run`: one typed struct, deserialised from the `[run]` table of a
 //! site file (unknown keys are errors), validated before any work.
 
+use crate::friction::FrictionConfig;
 use crate::rotation::RotationModel;
 use serde::{Deserialize, Serialize};
 
@@ -136,6 +137,11 @@ pub struct Config {
     pub wall_times: bool,
     /// Overlap depth tolerated at the start without refusing, m.
     pub initial_overlap_tolerance: f64,
+    /// Coulomb friction per material pair, as second-order cones solved by Clarabel
+    /// (default: none). E.g. `friction = { block_block = { coulomb = 0.6 },
+    /// block_terrain = { coulomb = 0.7 } }`; see [`crate::friction`].
+    #[serde(skip_serializing_if = "FrictionConfig::is_default")]
+    pub friction: FrictionConfig,
 }
 
 impl Default for Config {
@@ -157,6 +163,7 @@ impl Default for Config {
             allow_initial_overlap: false,
             wall_times: true,
             initial_overlap_tolerance: 1e-3,
+            friction: FrictionConfig::default(),
         }
     }
 }
@@ -257,6 +264,7 @@ impl Config {
         if !(self.initial_overlap_tolerance.is_finite() && self.initial_overlap_tolerance >= 0.0) {
             return bad("initial_overlap_tolerance must be finite and >= 0".into());
         }
+        self.friction.validate().map_err(ConfigError)?;
         Ok(())
     }
 }
