@@ -208,7 +208,7 @@ fn print_header() {
 fn print_row(r: &Row) {
     let s = r.steps as f64;
     let per = r.wall / s;
-    let ratio = r.reference.map(|t| format!("{:.0}x", t / per)).unwrap_or_else(|| "-".into());
+    let ratio = r.reference.map(|t| format!("{:.2}x", t / per)).unwrap_or_else(|| "-".into());
     println!(
         "{:<20} {:>6} {:>11.3e} {:>10.2e} {:>10.2e} {:>10.2e} {:>10.2e} {:>10.0} {:>7} {:>9} {:>10} {:>9.0} {:>18x}",
         r.name,
