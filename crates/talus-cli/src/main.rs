@@ -38,6 +38,8 @@ enum Command {
     Compare(cmd::compare::Args),
     /// Run every stage of a site file (pipelines/NAME.toml) into a run directory.
     Pipeline(cmd::pipeline::Args),
+    /// Fit a site's run options to its survey: an ensemble of runs scored by compare.
+    Calibrate(cmd::calibrate::Args),
 }
 
 fn main() -> ExitCode {
@@ -60,6 +62,7 @@ fn main() -> ExitCode {
         Command::Run(a) => cmd::run::run(a, &ctx),
         Command::Compare(a) => cmd::compare::run(a, &ctx),
         Command::Pipeline(a) => cmd::pipeline::run(a, &ctx),
+        Command::Calibrate(a) => cmd::calibrate::run(a, &ctx),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,5 +1,6 @@
 //! The subcommands. Each module: `Args` (clap) and `run(args, ctx)`.
 
+pub mod calibrate;
 pub mod compare;
 pub mod diff;
 pub mod ingest;
@@ -37,5 +38,6 @@ pub fn options_help() -> Vec<(&'static str, String)> {
         ("seed", seed::options_help()),
         ("run", run::options_help()),
         ("compare", compare::options_help()),
+        ("calibrate", calibrate::options_help()),
     ]
 }

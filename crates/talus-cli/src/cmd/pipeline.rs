@@ -102,6 +102,9 @@ pub struct SiteFile {
     pub run: Option<toml::Table>,
     #[serde(default)]
     pub compare: Option<toml::Table>,
+    /// Options of `talus calibrate` (not a stage of the pipeline).
+    #[serde(default)]
+    pub calibrate: Option<toml::Table>,
 }
 
 /// One stage to run.
@@ -145,6 +148,7 @@ pub fn check_site(path: &Path) -> Result<SiteFile, CmdError> {
     from_table::<talus_seed::Config>(t(&site.seed), "seed", &origin)?;
     from_table::<talus_engine::config::Config>(t(&site.run), "run", &origin)?;
     from_table::<talus_compare::Config>(t(&site.compare), "compare", &origin)?;
+    from_table::<talus_calibrate::Config>(t(&site.calibrate), "calibrate", &origin)?;
 
     let i = &site.inputs;
     let surveys = !i.pre.is_empty() || !i.post.is_empty();
@@ -211,10 +215,52 @@ fn thesis_files(dir: &Path, n: u32) -> Vec<PathBuf> {
     vec![dir.join(format!("size_{n}.data")), dir.join(format!("position_{n}.data"))]
 }
 
+/// Where each stage writes: by default `OUT/<stage>` (`OUT/points` for both ingests);
+/// `talus calibrate` points the shared stages at one directory and the varied ones at a
+/// member's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Layout {
+    pub synth: PathBuf,
+    pub points: PathBuf,
+    pub diff: PathBuf,
+    pub terrain: PathBuf,
+    pub seed: PathBuf,
+    pub run: PathBuf,
+    pub compare: PathBuf,
+}
+
+impl Layout {
+    /// Every stage under `out`.
+    pub fn under(out: &Path) -> Self {
+        Layout {
+            synth: out.join("synth"),
+            points: out.join("points"),
+            diff: out.join("diff"),
+            terrain: out.join("terrain"),
+            seed: out.join("seed"),
+            run: out.join("run"),
+            compare: out.join("compare"),
+        }
+    }
+}
+
 /// The stages of a site, with their command lines, in order.
 pub fn plan(site: &SiteFile, site_path: &Path, out: &Path) -> Vec<Stage> {
+    plan_in(site, site_path, &Layout::under(out))
+}
+
+/// The stages of a site writing into `layout`, in order.
+pub fn plan_in(site: &SiteFile, site_path: &Path, layout: &Layout) -> Vec<Stage> {
     let cfg = vec!["--config".to_string(), p(site_path)];
-    let d = |s: &str| out.join(s);
+    let d = |s: &str| match s {
+        "synth" => layout.synth.clone(),
+        "points" => layout.points.clone(),
+        "diff" => layout.diff.clone(),
+        "terrain" => layout.terrain.clone(),
+        "seed" => layout.seed.clone(),
+        "run" => layout.run.clone(),
+        _ => layout.compare.clone(),
+    };
     let with_cfg = |mut a: Vec<String>| {
         a.extend(cfg.iter().cloned());
         a
@@ -543,54 +589,41 @@ fn execute(exe: &Path, stage: &Stage, quiet: bool) -> Result<(), String> {
     Ok(())
 }
 
-pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
-    let t_start = Instant::now();
-    let site = check_site(&args.site)?;
-    let from =
-        match &args.from {
-            Some(f) => Some(STAGES.iter().position(|s| s == f).ok_or_else(|| {
-                format!("--from {f}: unknown stage (one of {})", STAGES.join(", "))
-            })?),
-            None => None,
-        };
-    let stages = plan(&site, &args.site, &args.out);
-    if let (Some(_), Some(name)) = (from, args.from.as_deref())
-        && !stages.iter().any(|s| s.name == name)
-    {
-        let names: Vec<&str> = stages.iter().map(|s| s.name).collect();
-        return Err(format!(
-            "--from {name}: this site has no such stage (its stages: {})",
-            names.join(", ")
-        )
-        .into());
-    }
+/// How [`run_stages`] ended.
+pub enum Outcome {
+    /// Every stage ran or was skipped.
+    Done(Manifest),
+    /// A stage failed (recorded in the manifest, which is written).
+    Failed { stage: String, error: String },
+}
+
+/// Run `stages` in order with hash-based skipping against the manifest at
+/// `manifest_path` (`manifest` gives its header; its stages are filled in), writing the
+/// manifest after every stage. `raw` is the site file whose tables are recorded as each
+/// stage's config. `force` re-runs every stage; `from` re-runs that stage and the later
+/// ones. Errors are for what is not a stage failure (hashing, writing the manifest).
+pub fn run_stages(
+    stages: &[Stage],
+    raw: &toml::Table,
+    mut manifest: Manifest,
+    manifest_path: &Path,
+    force: bool,
+    from: Option<&str>,
+    ctx: &Ctx,
+) -> Result<Outcome, CmdError> {
     let exe = std::env::current_exe()?;
     let exe_hash = talus_io::sha256_file(&exe)?;
     let version = env!("CARGO_PKG_VERSION").to_string();
-    std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
-    let manifest_path = args.out.join("manifest.json");
-    let previous: Manifest = std::fs::read_to_string(&manifest_path)
+    if let Some(dir) = manifest_path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let previous: Manifest = std::fs::read_to_string(manifest_path)
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
         .unwrap_or_default();
-    let raw = crate::config::read_toml(&args.site)?;
-    let mut manifest = Manifest {
-        site: site.site.name.clone(),
-        site_file: p(&args.site),
-        site_sha256: talus_io::sha256_file(&args.site)?,
-        talus_version: version.clone(),
-        stages: Vec::new(),
-        report: None,
-    };
-    ctx.say(format!(
-        "pipeline `{}`: {} stages into {}",
-        site.site.name,
-        stages.len(),
-        args.out.display()
-    ));
-    let mut forced = args.force;
-    for stage in &stages {
-        if args.from.as_deref() == Some(stage.name) {
+    let mut forced = force;
+    for stage in stages {
+        if from == Some(stage.name) {
             forced = true;
         }
         let config = raw
@@ -625,7 +658,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
             record.wall_time_s = prev.wall_time_s;
             record.status = "skipped".into();
             manifest.stages.push(record);
-            write_manifest(&manifest_path, &manifest)?;
+            write_manifest(manifest_path, &manifest)?;
             continue;
         }
         // Once a stage re-runs, later stages' inputs change and they re-run too (by hash).
@@ -637,20 +670,78 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
             record.status = "failed".into();
             record.error = Some(e.clone());
             manifest.stages.push(record);
-            write_manifest(&manifest_path, &manifest)?;
-            return Err(format!(
-                "pipeline `{}`: stage `{}` failed: {e}",
-                site.site.name, stage.name
-            )
-            .into());
+            write_manifest(manifest_path, &manifest)?;
+            return Ok(Outcome::Failed { stage: stage.name.to_string(), error: e });
         }
         let mut outs = stage.outputs.clone();
         outs.extend(dir_files(&stage.output_dirs));
         record.outputs = hash_files(&outs)?;
         ctx.say(format!("  {:<12} done in {:.1} s", stage.name, record.wall_time_s));
         manifest.stages.push(record);
-        write_manifest(&manifest_path, &manifest)?;
+        write_manifest(manifest_path, &manifest)?;
     }
+    Ok(Outcome::Done(manifest))
+}
+
+/// A manifest's header for a site file (no stages yet).
+pub fn manifest_header(site: &SiteFile, site_path: &Path) -> Result<Manifest, CmdError> {
+    Ok(Manifest {
+        site: site.site.name.clone(),
+        site_file: p(site_path),
+        site_sha256: talus_io::sha256_file(site_path)?,
+        talus_version: env!("CARGO_PKG_VERSION").to_string(),
+        stages: Vec::new(),
+        report: None,
+    })
+}
+
+pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
+    let t_start = Instant::now();
+    let site = check_site(&args.site)?;
+    let from =
+        match &args.from {
+            Some(f) => Some(STAGES.iter().position(|s| s == f).ok_or_else(|| {
+                format!("--from {f}: unknown stage (one of {})", STAGES.join(", "))
+            })?),
+            None => None,
+        };
+    let stages = plan(&site, &args.site, &args.out);
+    if let (Some(_), Some(name)) = (from, args.from.as_deref())
+        && !stages.iter().any(|s| s.name == name)
+    {
+        let names: Vec<&str> = stages.iter().map(|s| s.name).collect();
+        return Err(format!(
+            "--from {name}: this site has no such stage (its stages: {})",
+            names.join(", ")
+        )
+        .into());
+    }
+    std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
+    let manifest_path = args.out.join("manifest.json");
+    let raw = crate::config::read_toml(&args.site)?;
+    ctx.say(format!(
+        "pipeline `{}`: {} stages into {}",
+        site.site.name,
+        stages.len(),
+        args.out.display()
+    ));
+    let header = manifest_header(&site, &args.site)?;
+    let mut manifest = match run_stages(
+        &stages,
+        &raw,
+        header,
+        &manifest_path,
+        args.force,
+        args.from.as_deref(),
+        ctx,
+    )? {
+        Outcome::Done(m) => m,
+        Outcome::Failed { stage, error, .. } => {
+            return Err(
+                format!("pipeline `{}`: stage `{stage}` failed: {error}", site.site.name).into()
+            );
+        }
+    };
     let report = args.out.join("compare").join("report.html");
     manifest.report = Some(p(&report));
     write_manifest(&manifest_path, &manifest)?;

@@ -1,0 +1,49 @@
+//! Calibration of a site's simulation against its surveyed deposit: an ensemble of runs
+//! over chosen options of `[run]` and `[seed]`, each scored by `talus compare`.
+//!
+//! 1. **Members** ([`sample`]): the `[calibrate]` table ([`Config`]) names the varied
+//!    parameters (restitution e, κ_T/κ_N, raw κ_N and κ_T, a block-size factor, or any
+//!    numeric `run.`/`seed.` option by its dotted key) and a search: a grid (Cartesian
+//!    product of levels), a seeded uniform random search, or a seeded Latin hypercube.
+//!    Member i's values depend only on (seed, i) (and `samples` for the hypercube), so
+//!    any member can be run alone (`talus calibrate SITE --member i`, one process per
+//!    member, e.g. a Slurm array) and the rows collected afterwards.
+//! 2. **Score** ([`table`]): from the member's `compare/metrics.parquet`,
+//!    `S = (w_iou (1 − IoU) + w_L |L_sim − L_obs|/L_obs + w_h RMSE/h̄_obs) / Σw`, lower
+//!    is better (IoU the deposit area IoU, L the runouts, RMSE the thickness RMSE over the
+//!    union of the deposits, h̄_obs the mean surveyed deposit thickness).
+//! 3. **Outputs** ([`report`]): `runs.parquet` (one row per member: parameters, scores,
+//!    status, wall time), `best.toml` (the best member's `[run]`/`[seed]` tables, ready to
+//!    paste into the site file), `figures/sensitivity.png` (score and IoU against each
+//!    parameter) and `report.html`.
+//!
+//! The stages run by the CLI (`talus calibrate`): the stages that no varied parameter
+//! touches (ingest, diff, terrain, and seed unless a `seed.` option varies) once, into
+//! `OUT/shared/`; then per member `seed` (if varied), `run` and `compare` into
+//! `OUT/members/NNNN/`, which writes `row.parquet`; then the collection.
+
+use std::path::PathBuf;
+
+pub mod config;
+pub mod report;
+pub mod sample;
+pub mod table;
+
+pub use config::{Config, Parameters, Scale, Search, Spec, Weights};
+pub use sample::{BaseBlocks, Member, Parameter, member, member_count, members, parameters};
+pub use table::{Metrics, Row, Status};
+
+/// Errors of the calibration; each names the option or file at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("[calibrate] {0}")]
+    Config(String),
+    #[error(transparent)]
+    Io(#[from] talus_io::IoError),
+    #[error("{0}")]
+    Table(String),
+    #[error("{path}: {message}")]
+    Output { path: PathBuf, message: String },
+    #[error(transparent)]
+    Figure(#[from] talus_compare::Error),
+}

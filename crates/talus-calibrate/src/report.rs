@@ -1,0 +1,233 @@
+//! The collected outputs: `runs.parquet`, `best.toml`, `figures/sensitivity.png` and
+//! `report.html` (figure embedded, runs sorted by score, the best configuration).
+
+use crate::Error;
+use crate::config::Config;
+use crate::sample::Parameter;
+use crate::table::{self, Row, Status};
+use base64::Engine;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use talus_compare::figures::{SensitivitySeries, sensitivity};
+use talus_compare::report::{escape, format_value};
+
+/// What the collection has to show.
+pub struct Collection<'a> {
+    /// Site name.
+    pub site: &'a str,
+    pub config: &'a Config,
+    pub params: &'a [Parameter],
+    /// One row per member, in member order.
+    pub rows: &'a [Row],
+    /// The best member's site file (its `[run]`, and `[seed]` when a seed option varies,
+    /// go into `best.toml`).
+    pub best_site: Option<&'a toml::Table>,
+    /// Link to the best member's comparison report, relative to the output directory.
+    pub best_report: Option<String>,
+}
+
+/// Files written by [`write`].
+#[derive(Debug, Clone)]
+pub struct Summary {
+    pub members: usize,
+    pub ok: usize,
+    /// Index (into the rows) of the best member.
+    pub best: Option<usize>,
+    pub runs: PathBuf,
+    /// Absent when no member succeeded.
+    pub best_toml: Option<PathBuf>,
+    pub figure: PathBuf,
+    pub report: PathBuf,
+}
+
+/// The best configuration as TOML to paste into the site file.
+pub fn best_toml(c: &Collection, best: &Row, site: &toml::Table) -> String {
+    let mut t = toml::Table::new();
+    for key in ["run", "seed"] {
+        if (key == "run" || c.config.varies_seed())
+            && let Some(v) = site.get(key)
+        {
+            t.insert(key.into(), v.clone());
+        }
+    }
+    let mut s = format!(
+        "# Best of {} members of the calibration of `{}` (member {}, score {}, deposit IoU {}, runout error {}, thickness RMSE {} m).\n",
+        c.rows.len(),
+        c.site,
+        best.member,
+        format_value(best.score),
+        format_value(best.metrics.deposit_iou),
+        format_value(best.metrics.runout_error()),
+        format_value(best.metrics.thickness_rmse),
+    );
+    for (p, v) in c.params.iter().zip(&best.values) {
+        let _ = writeln!(s, "#   {} = {v} ({})", p.name, p.key);
+    }
+    s.push_str("# Replace the site file's tables below with these.\n\n");
+    s.push_str(&toml::to_string(&t).unwrap_or_default());
+    s
+}
+
+/// Write the runs table, the best configuration, the sensitivity figure and the report
+/// into `dir`.
+pub fn write(
+    dir: &Path,
+    c: &Collection,
+    prov: &talus_io::Provenance,
+    figure_size: (u32, u32),
+) -> Result<Summary, Error> {
+    let runs = dir.join("runs.parquet");
+    table::write(&runs, c.params, c.rows, prov)?;
+    let best = table::best(c.rows);
+    let best_path = dir.join("best.toml");
+    let best_text = match (best, c.best_site) {
+        (Some(b), Some(site)) => {
+            let text = best_toml(c, &c.rows[b], site);
+            talus_io::AtomicFile::write_all(&best_path, text.as_bytes())?;
+            Some(text)
+        }
+        _ => None,
+    };
+    let figure = dir.join("figures").join("sensitivity.png");
+    let columns: Vec<Vec<f64>> =
+        (0..c.params.len()).map(|d| c.rows.iter().map(|r| r.values[d]).collect()).collect();
+    let named: Vec<(&str, &[f64])> =
+        c.params.iter().zip(&columns).map(|(p, v)| (p.name.as_str(), v.as_slice())).collect();
+    let score: Vec<f64> = c.rows.iter().map(|r| r.score).collect();
+    let iou: Vec<f64> = c.rows.iter().map(|r| r.metrics.deposit_iou).collect();
+    let runout: Vec<f64> = c.rows.iter().map(|r| r.metrics.runout_error()).collect();
+    let w = figure_size.0.max(360 * named.len() as u32).min(8000);
+    sensitivity(
+        &figure,
+        (w, figure_size.1),
+        &named,
+        &[
+            SensitivitySeries { label: "score (lower is better)", values: &score },
+            SensitivitySeries { label: "deposit IoU", values: &iou },
+            SensitivitySeries { label: "relative runout error", values: &runout },
+        ],
+        best,
+    )?;
+    let png = std::fs::read(&figure)
+        .map_err(|e| Error::Output { path: figure.clone(), message: e.to_string() })?;
+    let report = dir.join("report.html");
+    let html = render(c, best, best_text.as_deref(), &png);
+    talus_io::AtomicFile::write_all(&report, html.as_bytes())?;
+    Ok(Summary {
+        members: c.rows.len(),
+        ok: c.rows.iter().filter(|r| r.status == Status::Ok).count(),
+        best,
+        runs,
+        best_toml: best_text.map(|_| best_path),
+        figure,
+        report,
+    })
+}
+
+const STYLE: &str = "body{font-family:DejaVu Sans,Helvetica,Arial,sans-serif;max-width:1400px;margin:2em auto;padding:0 1em;color:#222}\
+h2{border-bottom:1px solid #ccc;padding-bottom:0.2em;margin-top:1.6em}\
+table{border-collapse:collapse;margin:0.5em 0}td,th{border:1px solid #ccc;padding:0.2em 0.5em;text-align:left}\
+th{background:#f0f0f0}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\
+tr.best td{background:#fff3c4}tr.failed td{color:#a00}pre{background:#f7f7f7;border:1px solid #ddd;padding:0.8em;overflow-x:auto}\
+figure img{max-width:100%;border:1px solid #ddd}";
+
+fn render(c: &Collection, best: Option<usize>, best_text: Option<&str>, png: &[u8]) -> String {
+    let mut h = String::new();
+    let title = format!("Talus calibration: {}", c.site);
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title><style>{STYLE}</style></head><body>\n<h1>{t}</h1>\n",
+        t = escape(&title)
+    );
+    let ok = c.rows.iter().filter(|r| r.status == Status::Ok).count();
+    let w = &c.config.weights;
+    let _ = writeln!(
+        h,
+        "<p>talus {} &middot; search <code>{:?}</code> (seed {}) &middot; {} members, {} ok, {} failed &middot; score = ({} &times; (1 &minus; IoU) + {} &times; |L<sub>sim</sub> &minus; L<sub>obs</sub>|/L<sub>obs</sub> + {} &times; RMSE/h&#772;<sub>obs</sub>) / {}, lower is better.</p>",
+        env!("CARGO_PKG_VERSION"),
+        c.config.search,
+        c.config.seed,
+        c.rows.len(),
+        ok,
+        c.rows.len() - ok,
+        w.iou,
+        w.runout,
+        w.thickness,
+        w.iou + w.runout + w.thickness
+    );
+    h.push_str("<h2 id=\"best\">Best configuration</h2>\n");
+    match (best, best_text) {
+        (Some(b), Some(text)) => {
+            let r = &c.rows[b];
+            let _ = writeln!(
+                h,
+                "<p>Member {} &middot; score {} &middot; deposit IoU {} &middot; runout error {} &middot; thickness RMSE {} m{}</p>\n<pre>{}</pre>",
+                r.member,
+                format_value(r.score),
+                format_value(r.metrics.deposit_iou),
+                format_value(r.metrics.runout_error()),
+                format_value(r.metrics.thickness_rmse),
+                c.best_report
+                    .as_ref()
+                    .map(|l| format!(
+                        " &middot; <a href=\"{}\">its comparison report</a>",
+                        escape(l)
+                    ))
+                    .unwrap_or_default(),
+                escape(text)
+            );
+        }
+        _ => h.push_str("<p>No member succeeded.</p>\n"),
+    }
+    let _ = writeln!(
+        h,
+        "<h2>Sensitivity</h2>\n<figure id=\"fig-sensitivity\"><img alt=\"sensitivity\" src=\"data:image/png;base64,{}\"><figcaption>Score, deposit IoU and relative runout error of every member against each varied parameter; red cross: the best member.</figcaption></figure>",
+        base64::engine::general_purpose::STANDARD.encode(png)
+    );
+    h.push_str("<h2>Runs (best first)</h2>\n<table><tr><th>member</th>");
+    for p in c.params {
+        let _ = write!(h, "<th>{}</th>", escape(&p.name));
+    }
+    h.push_str("<th>score</th><th>deposit IoU</th><th>runout error</th><th>thickness RMSE (m)</th><th>volume overlap</th><th>wall time (s)</th><th>status</th></tr>\n");
+    let mut order: Vec<usize> = (0..c.rows.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (ra, rb) = (&c.rows[a], &c.rows[b]);
+        let key = |r: &Row| if r.score.is_finite() { r.score } else { f64::INFINITY };
+        key(ra).total_cmp(&key(rb)).then(ra.member.cmp(&rb.member))
+    });
+    for i in order {
+        let r = &c.rows[i];
+        let class = if Some(i) == best {
+            " class=\"best\""
+        } else if r.status == Status::Failed {
+            " class=\"failed\""
+        } else {
+            ""
+        };
+        let _ =
+            write!(h, "<tr id=\"member-{}\"{class}><td class=\"num\">{}</td>", r.member, r.member);
+        for v in &r.values {
+            let _ = write!(h, "<td class=\"num\">{}</td>", format_value(*v));
+        }
+        for v in [
+            r.score,
+            r.metrics.deposit_iou,
+            r.metrics.runout_error(),
+            r.metrics.thickness_rmse,
+            r.metrics.volume_overlap,
+            r.wall_time_s,
+        ] {
+            let _ = write!(h, "<td class=\"num\">{}</td>", format_value(v));
+        }
+        let status = if r.error.is_empty() {
+            r.status.as_str().to_string()
+        } else {
+            format!("{}: {}", r.status.as_str(), r.error)
+        };
+        let _ = writeln!(h, "<td>{}</td></tr>", escape(&status));
+    }
+    h.push_str("</table>\n<h2>Calibration options</h2>\n");
+    let _ = writeln!(h, "<pre>{}</pre>", escape(&toml::to_string(c.config).unwrap_or_default()));
+    h.push_str("</body></html>\n");
+    h
+}

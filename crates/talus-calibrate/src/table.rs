@@ -1,0 +1,383 @@
+//! Scores of a member and the runs table.
+//!
+//! Score (lower is better, 0 = perfect), from the member's `compare/metrics.parquet`:
+//! `S = (w_iou (1 − IoU) + w_L |L_sim − L_obs| / L_obs + w_h RMSE / h̄_obs) / (w_iou + w_L + w_h)`
+//! with IoU the deposit area IoU, `L` the runouts, RMSE the thickness RMSE over the union
+//! of the deposits and `h̄_obs = V_obs / A_obs` the mean surveyed deposit thickness.
+//!
+//! Each member writes its row as a one-row Parquet file with the schema of the whole
+//! table ([`schema`]); `collect` concatenates them in member order. A full run and the
+//! same members run one per process and collected give the same bytes.
+
+use crate::Error;
+use crate::config::Weights;
+use crate::sample::{Member, Parameter};
+use arrow::array::{ArrayRef, Float64Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
+use arrow::datatypes::{DataType, Schema};
+use std::path::Path;
+use std::sync::Arc;
+use talus_schema::field;
+
+/// Outcome of a member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Every stage ran and the score is defined.
+    Ok,
+    /// A stage failed, or a metric the score needs is not applicable (see `error`).
+    Failed,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Failed => "failed",
+        }
+    }
+}
+
+/// The metrics the score uses, from `compare/metrics.parquet` (NaN when not applicable).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Metrics {
+    pub deposit_iou: f64,
+    pub volume_overlap: f64,
+    pub runout_simulated: f64,
+    pub runout_surveyed: f64,
+    pub thickness_rmse: f64,
+    pub deposit_volume_surveyed: f64,
+    pub deposit_area_surveyed: f64,
+    pub centroid_offset: f64,
+}
+
+impl Metrics {
+    /// All NaN (a member whose run failed).
+    pub fn missing() -> Self {
+        Metrics {
+            deposit_iou: f64::NAN,
+            volume_overlap: f64::NAN,
+            runout_simulated: f64::NAN,
+            runout_surveyed: f64::NAN,
+            thickness_rmse: f64::NAN,
+            deposit_volume_surveyed: f64::NAN,
+            deposit_area_surveyed: f64::NAN,
+            centroid_offset: f64::NAN,
+        }
+    }
+
+    /// Read them from a `metrics.parquet` written by `talus compare`.
+    pub fn read(path: &Path) -> Result<Self, Error> {
+        let t = talus_io::read_table(path, &talus_schema::compare::metrics_schema())?;
+        let names = t.strings("metric")?;
+        let values = t.f64s("value")?;
+        let get =
+            |n: &str| names.iter().position(|m| m == n).map(|k| values[k]).unwrap_or(f64::NAN);
+        Ok(Metrics {
+            deposit_iou: get("deposit_iou"),
+            volume_overlap: get("volume_overlap"),
+            runout_simulated: get("runout_simulated"),
+            runout_surveyed: get("runout_surveyed"),
+            thickness_rmse: get("thickness_rmse"),
+            deposit_volume_surveyed: get("deposit_volume_surveyed"),
+            deposit_area_surveyed: get("deposit_area_surveyed"),
+            centroid_offset: get("centroid_offset"),
+        })
+    }
+
+    /// Relative runout error |L_sim − L_obs| / L_obs.
+    pub fn runout_error(&self) -> f64 {
+        (self.runout_simulated - self.runout_surveyed).abs() / self.runout_surveyed
+    }
+
+    /// Mean surveyed deposit thickness V_obs / A_obs, m.
+    pub fn mean_thickness_surveyed(&self) -> f64 {
+        self.deposit_volume_surveyed / self.deposit_area_surveyed
+    }
+
+    /// The weighted score, or the first term it needs that is not finite.
+    pub fn score(&self, w: &Weights) -> Result<f64, String> {
+        let terms = [
+            ("deposit_iou", w.iou, 1.0 - self.deposit_iou),
+            ("runout", w.runout, self.runout_error()),
+            ("thickness_rmse", w.thickness, self.thickness_rmse / self.mean_thickness_surveyed()),
+        ];
+        let mut s = 0.0;
+        for (name, weight, loss) in terms {
+            if weight > 0.0 {
+                if !loss.is_finite() {
+                    return Err(format!("metric `{name}` is not applicable, the score needs it"));
+                }
+                s += weight * loss;
+            }
+        }
+        Ok(s / (w.iou + w.runout + w.thickness))
+    }
+}
+
+/// One row of the runs table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub member: u32,
+    pub member_seed: u64,
+    /// One value per parameter.
+    pub values: Vec<f64>,
+    pub status: Status,
+    pub metrics: Metrics,
+    /// NaN when failed.
+    pub score: f64,
+    /// s (0 when wall times are not recorded).
+    pub wall_time_s: f64,
+    /// Why the member failed (empty when ok).
+    pub error: String,
+}
+
+impl Row {
+    /// The row of a member from its metrics (`Err`: the stage that failed and why).
+    pub fn new(
+        member: &Member,
+        outcome: Result<Metrics, String>,
+        weights: &Weights,
+        wall_time_s: f64,
+    ) -> Self {
+        let (metrics, score) = match outcome {
+            Ok(m) => (m, m.score(weights)),
+            Err(e) => (Metrics::missing(), Err(e)),
+        };
+        let (status, score, error) = match score {
+            Ok(s) => (Status::Ok, s, String::new()),
+            Err(e) => (Status::Failed, f64::NAN, e),
+        };
+        Row {
+            member: member.index as u32,
+            member_seed: member.seed,
+            values: member.values.clone(),
+            status,
+            metrics,
+            score,
+            wall_time_s,
+            error,
+        }
+    }
+}
+
+/// Metric columns after the parameters: (name, unit, description, getter).
+type Getter = fn(&Row) -> f64;
+const METRIC_COLUMNS: &[(&str, &str, &str, Getter)] = &[
+    ("deposit_iou", "1", "deposit area IoU against the survey", |r| r.metrics.deposit_iou),
+    ("volume_overlap", "1", "volume-weighted deposit overlap", |r| r.metrics.volume_overlap),
+    ("runout_simulated", "m", "runout of the simulated deposit", |r| r.metrics.runout_simulated),
+    ("runout_surveyed", "m", "runout of the surveyed deposit", |r| r.metrics.runout_surveyed),
+    ("runout_error", "1", "|runout_simulated - runout_surveyed| / runout_surveyed", |r| {
+        r.metrics.runout_error()
+    }),
+    ("thickness_rmse", "m", "deposit thickness RMSE over the union of the deposits", |r| {
+        r.metrics.thickness_rmse
+    }),
+    ("mean_thickness_surveyed", "m", "surveyed deposit volume / area", |r| {
+        r.metrics.mean_thickness_surveyed()
+    }),
+    ("centroid_offset", "m", "distance between the deposit centroids", |r| {
+        r.metrics.centroid_offset
+    }),
+    ("score", "1", "weighted score, lower is better (NaN when failed)", |r| r.score),
+    ("wall_time_s", "s", "wall time of the member's stages (0 when not recorded)", |r| {
+        r.wall_time_s
+    }),
+];
+
+/// The runs table's schema for these parameters.
+pub fn schema(params: &[Parameter]) -> Schema {
+    let mut fields = vec![
+        field("member", DataType::UInt32, false, "1", "member index"),
+        field("member_seed", DataType::UInt64, false, "1", "the member's seed"),
+    ];
+    for p in params {
+        fields.push(field(
+            &p.name,
+            DataType::Float64,
+            false,
+            if p.unit.is_empty() { "see the option" } else { p.unit },
+            &format!("varied parameter, site key `{}`", p.key),
+        ));
+    }
+    fields.push(field("status", DataType::Utf8, false, "1", "ok | failed"));
+    for (n, u, d, _) in METRIC_COLUMNS {
+        fields.push(field(n, DataType::Float64, false, u, d));
+    }
+    fields.push(field("error", DataType::Utf8, false, "1", "why the member failed (empty: ok)"));
+    Schema::new(fields)
+}
+
+fn batch(params: &[Parameter], rows: &[Row]) -> Result<(Arc<Schema>, RecordBatch), Error> {
+    let schema = Arc::new(schema(params));
+    let mut cols: Vec<ArrayRef> = vec![
+        Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| r.member))),
+        Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.member_seed))),
+    ];
+    for d in 0..params.len() {
+        cols.push(Arc::new(Float64Array::from_iter_values(rows.iter().map(|r| r.values[d]))));
+    }
+    cols.push(Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.status.as_str()))));
+    for (_, _, _, g) in METRIC_COLUMNS {
+        cols.push(Arc::new(Float64Array::from_iter_values(rows.iter().map(g))));
+    }
+    cols.push(Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.error.as_str()))));
+    let b = RecordBatch::try_new(schema.clone(), cols)
+        .map_err(|e| Error::Table(format!("building the runs table: {e}")))?;
+    Ok((schema, b))
+}
+
+/// Write rows (one member's, or the whole table) as Parquet.
+pub fn write(
+    path: &Path,
+    params: &[Parameter],
+    rows: &[Row],
+    prov: &talus_io::Provenance,
+) -> Result<(), Error> {
+    let (schema, b) = batch(params, rows)?;
+    talus_io::write_parquet(path, schema, &[b], prov)?;
+    Ok(())
+}
+
+/// Read the rows of a file written by [`write`].
+pub fn read(path: &Path, params: &[Parameter]) -> Result<Vec<Row>, Error> {
+    let t = talus_io::read_table(path, &schema(params))?;
+    let member = t.u32s("member")?;
+    let seed = t.u64s("member_seed")?;
+    let values: Vec<Vec<f64>> = params.iter().map(|p| t.f64s(&p.name)).collect::<Result<_, _>>()?;
+    let status = t.strings("status")?;
+    let col = |n: &str| t.f64s(n);
+    let (iou, vo, rs, ro) = (
+        col("deposit_iou")?,
+        col("volume_overlap")?,
+        col("runout_simulated")?,
+        col("runout_surveyed")?,
+    );
+    let (rmse, hbar, off, score, wall) = (
+        col("thickness_rmse")?,
+        col("mean_thickness_surveyed")?,
+        col("centroid_offset")?,
+        col("score")?,
+        col("wall_time_s")?,
+    );
+    let error = t.strings("error")?;
+    Ok((0..t.num_rows())
+        .map(|i| Row {
+            member: member[i],
+            member_seed: seed[i],
+            values: values.iter().map(|v| v[i]).collect(),
+            status: if status[i] == "ok" { Status::Ok } else { Status::Failed },
+            metrics: Metrics {
+                deposit_iou: iou[i],
+                volume_overlap: vo[i],
+                runout_simulated: rs[i],
+                runout_surveyed: ro[i],
+                thickness_rmse: rmse[i],
+                // Area 1 keeps V/A = the stored mean thickness.
+                deposit_volume_surveyed: hbar[i],
+                deposit_area_surveyed: 1.0,
+                centroid_offset: off[i],
+            },
+            score: score[i],
+            wall_time_s: wall[i],
+            error: error[i].clone(),
+        })
+        .collect())
+}
+
+/// Index of the best row: the lowest score among the `ok` rows (ties: the lowest member).
+pub fn best(rows: &[Row]) -> Option<usize> {
+    rows.iter()
+        .enumerate()
+        .filter(|(_, r)| r.status == Status::Ok && r.score.is_finite())
+        .min_by(|(_, a), (_, b)| a.score.total_cmp(&b.score).then(a.member.cmp(&b.member)))
+        .map(|(i, _)| i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Parameters, Spec};
+
+    fn metrics(iou: f64, runout: f64, rmse: f64) -> Metrics {
+        Metrics {
+            deposit_iou: iou,
+            volume_overlap: 0.5,
+            runout_simulated: runout,
+            runout_surveyed: 200.0,
+            thickness_rmse: rmse,
+            deposit_volume_surveyed: 1000.0,
+            deposit_area_surveyed: 100.0,
+            centroid_offset: 3.0,
+        }
+    }
+
+    fn member(i: usize, v: f64) -> Member {
+        Member { index: i, seed: i as u64 * 7, values: vec![v] }
+    }
+
+    #[test]
+    fn score_is_the_weighted_mean_of_the_losses() {
+        let w = Weights { iou: 1.0, runout: 0.5, thickness: 0.25 };
+        let m = metrics(0.6, 250.0, 5.0);
+        // (1 × 0.4 + 0.5 × 50/200 + 0.25 × 5/10) / 1.75
+        let expected = (0.4 + 0.125 + 0.125) / 1.75;
+        assert!((m.score(&w).unwrap() - expected).abs() < 1e-15);
+        assert_eq!(metrics(1.0, 200.0, 0.0).score(&w).unwrap(), 0.0);
+        // A metric with zero weight may be missing; one with weight may not.
+        let only_iou = Weights { iou: 1.0, runout: 0.0, thickness: 0.0 };
+        assert!((metrics(0.7, f64::NAN, f64::NAN).score(&only_iou).unwrap() - 0.3).abs() < 1e-15);
+        assert!(metrics(0.7, f64::NAN, 1.0).score(&w).unwrap_err().contains("runout"));
+    }
+
+    #[test]
+    fn best_is_the_lowest_score_among_ok_rows() {
+        let w = Weights::default();
+        let rows = vec![
+            Row::new(&member(0, 0.1), Ok(metrics(0.3, 260.0, 6.0)), &w, 1.0),
+            Row::new(&member(1, 0.2), Ok(metrics(0.7, 210.0, 4.0)), &w, 1.0),
+            Row::new(&member(2, 0.3), Err("stage `run` failed: x".into()), &w, 1.0),
+            Row::new(&member(3, 0.4), Ok(metrics(0.65, 205.0, 4.0)), &w, 1.0),
+        ];
+        assert_eq!(rows[2].status, Status::Failed);
+        assert!(rows[2].score.is_nan());
+        let b = best(&rows).unwrap();
+        let min = rows
+            .iter()
+            .filter(|r| r.status == Status::Ok)
+            .map(|r| r.score)
+            .fold(f64::INFINITY, f64::min);
+        assert_eq!(rows[b].score, min);
+        assert_eq!(b, 1);
+        assert_eq!(best(&rows[2..3]), None);
+    }
+
+    #[test]
+    fn rows_round_trip_through_parquet() {
+        let c = crate::Config {
+            parameters: Parameters {
+                restitution: Some(Spec { values: vec![0.1, 0.2], ..Spec::default() }),
+                ..Parameters::default()
+            },
+            ..crate::Config::default()
+        };
+        let params = crate::sample::parameters(&c);
+        let w = Weights::default();
+        let rows = vec![
+            Row::new(&member(0, 0.1), Ok(metrics(0.3, 260.0, 6.0)), &w, 1.5),
+            Row::new(&member(1, 0.2), Err("stage `run` failed".into()), &w, 2.0),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs.parquet");
+        let prov = talus_io::Provenance::new("calibrate", "test", &c);
+        write(&path, &params, &rows, &prov).unwrap();
+        let back = read(&path, &params).unwrap();
+        assert_eq!(back.len(), 2);
+        for (a, b) in rows.iter().zip(&back) {
+            assert_eq!((a.member, a.member_seed, &a.values, a.status), (b.member, b.member_seed, &b.values, b.status));
+            assert_eq!(a.score.to_bits(), b.score.to_bits());
+            assert_eq!(a.metrics.deposit_iou.to_bits(), b.metrics.deposit_iou.to_bits());
+            assert_eq!(a.metrics.runout_error().to_bits(), b.metrics.runout_error().to_bits());
+            assert_eq!(a.error, b.error);
+        }
+    }
+}

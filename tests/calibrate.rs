@@ -1,0 +1,174 @@
+//! End to end: `talus calibrate` on the reduced synthetic site of `tests/pipeline.rs`.
+//!
+//! * a full calibration writes the runs table, `best.toml` and the report; its best row
+//!   is the one with the lowest weighted score recomputed from the table's columns;
+//! * the same members run one per process (`--member`, out of order) and collected give
+//!   a byte-identical runs table;
+//! * `--collect` with missing rows names them; a bad `[calibrate]` table names the key
+//!   before any stage runs.
+
+use std::path::Path;
+use std::process::{Command, Output};
+use talus_io::read_table;
+
+const TALUS: &str = env!("CARGO_BIN_EXE_talus");
+
+/// The pipeline test's reduced site (few steps) with a 2 x 2 grid that also re-seeds.
+const SITE: &str = r#"
+[site]
+name = "small"
+
+[inputs]
+synth = true
+
+[synth]
+seed = 7
+extent = [200.0, 160.0]
+scale = 0.3
+truth_cell = 2.0
+terrain = { cliff_height = 40.0, foot_y = 90.0, river_y = 20.0 }
+scar = { volume = 6000.0, width = 80.0 }
+vegetation = { cover = 0.0 }
+
+[seed]
+size = [1.5, 1.5, 2.0]
+
+[run]
+dt = 0.05
+steps = 12
+allow_initial_overlap = true
+wall_times = false
+output_every = 4
+kappa = { mode = "restitution", e = 0.2, tangential_ratio = 1.0 }
+
+[compare]
+figure_width = 800
+figure_height = 600
+
+[calibrate]
+search = "grid"
+wall_times = false
+jobs = 2
+weights = { iou = 1.0, runout = 0.5, thickness = 0.25 }
+
+[calibrate.parameters]
+restitution = { values = [0.1, 0.5] }
+block_scale = { values = [1.0, 1.3] }
+"#;
+
+fn talus(dir: &Path, args: &[&str]) -> Output {
+    Command::new(TALUS).args(args).current_dir(dir).output().expect("talus runs")
+}
+
+fn text(o: &Output) -> String {
+    format!("{}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+fn site_dir(site: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("site.toml"), site).unwrap();
+    dir
+}
+
+const OUT: &str = "runs/cal";
+
+#[test]
+fn calibration_full_and_by_member_agree() {
+    let a = site_dir(SITE);
+    let o = talus(a.path(), &["calibrate", "site.toml", "--out", OUT]);
+    assert!(o.status.success(), "calibrate failed:\n{}", text(&o));
+    let r = a.path().join(OUT);
+    for f in ["runs.parquet", "best.toml", "report.html", "figures/sensitivity.png"] {
+        assert!(r.join(f).is_file(), "{f} missing");
+    }
+
+    // The table: 4 members in order, every column, the best row has the lowest score
+    // recomputed from the table's own columns with the configured weights.
+    let t = read_table(&r.join("runs.parquet"), &arrow::datatypes::Schema::empty()).unwrap();
+    assert_eq!(t.num_rows(), 4);
+    assert_eq!(t.u32s("member").unwrap(), vec![0, 1, 2, 3]);
+    assert_eq!(t.f64s("restitution").unwrap(), vec![0.1, 0.1, 0.5, 0.5]);
+    assert_eq!(t.f64s("block_scale").unwrap(), vec![1.0, 1.3, 1.0, 1.3]);
+    assert!(t.strings("status").unwrap().iter().all(|s| s == "ok"), "{:?}", t.strings("error"));
+    let (iou, rerr, rmse, hbar, score) = (
+        t.f64s("deposit_iou").unwrap(),
+        t.f64s("runout_error").unwrap(),
+        t.f64s("thickness_rmse").unwrap(),
+        t.f64s("mean_thickness_surveyed").unwrap(),
+        t.f64s("score").unwrap(),
+    );
+    let mut best = 0;
+    for i in 0..4 {
+        let s = ((1.0 - iou[i]) + 0.5 * rerr[i] + 0.25 * rmse[i] / hbar[i]) / 1.75;
+        assert!((s - score[i]).abs() < 1e-12, "member {i}: {s} vs {}", score[i]);
+        if score[i] < score[best] {
+            best = i;
+        }
+    }
+    let best_toml = std::fs::read_to_string(r.join("best.toml")).unwrap();
+    assert!(best_toml.contains(&format!("(member {best},")), "{best_toml}");
+    let parsed: toml::Table = best_toml.parse().unwrap();
+    let e = parsed["run"]["kappa"]["e"].as_float().unwrap();
+    assert_eq!(e, t.f64s("restitution").unwrap()[best]);
+    let size = parsed["seed"]["size"][0].as_float().unwrap();
+    assert!((size - 1.5 * t.f64s("block_scale").unwrap()[best]).abs() < 1e-12);
+    // Block size varies: each member seeded its own blocks, other stages are shared.
+    assert!(r.join("members/0001/seed/blocks.parquet").is_file());
+    assert!(r.join("shared/terrain/vertices.parquet").is_file());
+    assert!(!r.join("shared/seed").exists());
+    let html = std::fs::read_to_string(r.join("report.html")).unwrap();
+    assert!(html.contains("id=\"fig-sensitivity\"") && html.contains("id=\"member-3\""));
+
+    // One member per process, out of order, then collect: the same table, byte for byte.
+    let b = site_dir(SITE);
+    let o = talus(b.path(), &["calibrate", "site.toml", "--out", OUT, "--count"]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "4");
+    let o = talus(b.path(), &["calibrate", "site.toml", "--out", OUT, "--member", "2"]);
+    assert!(!o.status.success() && text(&o).contains("--prepare"), "{}", text(&o));
+    let o = talus(b.path(), &["calibrate", "site.toml", "--out", OUT, "--prepare"]);
+    assert!(o.status.success(), "{}", text(&o));
+    for i in ["3", "1", "0"] {
+        let o = talus(b.path(), &["calibrate", "site.toml", "--out", OUT, "--member", i]);
+        assert!(o.status.success(), "member {i}: {}", text(&o));
+    }
+    let o = talus(b.path(), &["calibrate", "site.toml", "--out", OUT, "--collect"]);
+    assert!(!o.status.success() && text(&o).contains("1 of 4 members have no row (2)"), "{}", text(&o));
+    let o = talus(b.path(), &["calibrate", "site.toml", "--out", OUT, "--member", "2"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = talus(b.path(), &["calibrate", "site.toml", "--out", OUT, "--collect"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let rb = b.path().join(OUT);
+    assert!(
+        std::fs::read(r.join("runs.parquet")).unwrap()
+            == std::fs::read(rb.join("runs.parquet")).unwrap(),
+        "runs.parquet differs between a full run and members collected"
+    );
+    assert_eq!(best_toml, std::fs::read_to_string(rb.join("best.toml")).unwrap());
+}
+
+#[test]
+fn bad_calibrate_tables_are_refused_before_any_stage() {
+    for (site, needle) in [
+        (SITE.replace("search = \"grid\"", "serach = \"grid\""), "serach"),
+        (SITE.replace("restitution = {", "restitutoin = {"), "restitutoin"),
+        (SITE.replace("values = [0.1, 0.5]", "values = [0.1, 1.5]"), "member 2"),
+        (
+            SITE.replace(
+                "block_scale = { values = [1.0, 1.3] }",
+                "keys = { \"compare.min_thickness\" = { values = [0.1] } }",
+            ),
+            "compare.min_thickness",
+        ),
+        (SITE.replace("[calibrate.parameters]\n", "[calibrate.parameters]\nfoo = 1\n"), "foo"),
+    ] {
+        let d = site_dir(&site);
+        let o = talus(d.path(), &["calibrate", "site.toml", "--out", OUT]);
+        assert!(!o.status.success());
+        let msg = text(&o);
+        assert!(msg.contains(needle), "expected `{needle}` in:\n{msg}");
+        assert!(!d.path().join(OUT).exists(), "a stage ran for {needle}");
+    }
+    let d = site_dir(SITE);
+    let o = talus(d.path(), &["calibrate", "site.toml", "--out", OUT, "--member", "4"]);
+    assert!(!o.status.success() && text(&o).contains("4 members"), "{}", text(&o));
+}
