@@ -90,9 +90,9 @@ impl Qp {
     pub fn c_mul(&self, x: &[f64]) -> Vec<f64> {
         let c = &self.c;
         let mut y = vec![0.0; c.m];
-        for col in 0..c.n {
+        for (col, xc) in x.iter().enumerate().take(c.n) {
             for k in c.colptr[col]..c.colptr[col + 1] {
-                y[c.rowval[k]] += c.nzval[k] * x[col];
+                y[c.rowval[k]] += c.nzval[k] * xc;
             }
         }
         y
@@ -315,8 +315,8 @@ mod tests {
             - vpt(&bodies[0], contacts[0].point, &x[0..6]);
         assert!((cx[0] - rel.dot(&nrm)).abs() < 1e-12);
         // p: 2 M u⁻ with gravity once per body.
-        assert!((qp.p[2] - (2.0 * 2.0 * -1.0 - 2.0 * 0.0981)).abs() < 1e-12);
-        assert!((qp.p[8] - (2.0 * 2.0 * -1.0 - 2.0 * 0.0981)).abs() < 1e-12);
+        assert!((qp.p[2] - (-(2.0 * 2.0) - 2.0 * 0.0981)).abs() < 1e-12);
+        assert!((qp.p[8] - (-(2.0 * 2.0) - 2.0 * 0.0981)).abs() < 1e-12);
         // r: (c u⁻ + v)/2.
         let u: Vec<f64> = bodies
             .iter()

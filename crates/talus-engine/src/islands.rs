@@ -45,8 +45,8 @@ pub fn islands(n_bodies: usize, contacts: &[Contact]) -> Vec<Island> {
             in_contact[j] = true;
         }
     }
-    for b in 0..n_bodies {
-        if !in_contact[b] {
+    for (b, &touching) in in_contact.iter().enumerate().take(n_bodies) {
+        if !touching {
             continue;
         }
         let root = find(&mut parent, b);

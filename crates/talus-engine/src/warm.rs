@@ -310,6 +310,9 @@ fn kkt_ok(qp: &Qp, x: &[f64], lambda: &[f64], tolerance: f64) -> Option<(f64, f6
     ok.then_some((prim / rscale, dual / pscale))
 }
 
+/// A candidate (x, λ).
+type Primal = (Vec<f64>, Vec<f64>);
+
 /// Polishing: the equality-constrained QP on the active set A = {λ_k > 0}
 /// (H x − C_Aᵀ λ_A = p, C_A x = r_A) by iterative refinement with the regularised
 /// factor K_A = H + C_Aᵀ diag(ρ) C_A. The residuals are evaluated without the penalty, so
@@ -321,7 +324,7 @@ fn polish(
     x0: &[f64],
     tolerance: f64,
     iterations: &mut u32,
-) -> Result<(Vec<f64>, Vec<f64>), Option<(Vec<f64>, Vec<f64>)>> {
+) -> Result<Primal, Option<Primal>> {
     let qp = f.qp;
     let (n, m) = (qp.n(), qp.m());
     let (pscale, rscale) = scales(qp);
