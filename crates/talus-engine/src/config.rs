@@ -204,8 +204,9 @@ impl Config {
                 }
             }
             Kappa::Restitution { e, tangential_ratio } => {
-                if !(0.0..1.0).contains(&e)
-                    || !(tangential_ratio.is_finite() && tangential_ratio >= 0.0)
+                if !((0.0..1.0).contains(&e)
+                    && tangential_ratio.is_finite()
+                    && tangential_ratio >= 0.0)
                 {
                     return bad(format!(
                         "kappa: e = {e} must be in [0, 1), tangential_ratio = {tangential_ratio} >= 0"
@@ -222,8 +223,10 @@ impl Config {
             return bad(format!("tolerance = {} m must be finite and >= 0", self.tolerance));
         }
         let s = &self.separation;
-        if !(s.beta.is_finite() && (0.0..=1.0).contains(&s.beta))
-            || !(s.max_velocity.is_finite() && s.max_velocity >= 0.0)
+        if !(s.beta.is_finite()
+            && (0.0..=1.0).contains(&s.beta)
+            && s.max_velocity.is_finite()
+            && s.max_velocity >= 0.0)
         {
             return bad(format!(
                 "separation: beta = {} must be in [0, 1], max_velocity = {} m/s >= 0",
@@ -239,8 +242,10 @@ impl Config {
                 }
             }
             SolverConfig::Warm { tolerance, max_iterations, fallback_tolerance } => {
-                if !(tolerance > 0.0 && tolerance < 1.0)
-                    || !(fallback_tolerance > 0.0 && fallback_tolerance < 1.0)
+                if !(tolerance > 0.0
+                    && tolerance < 1.0
+                    && fallback_tolerance > 0.0
+                    && fallback_tolerance < 1.0)
                     || max_iterations == 0
                 {
                     return bad(format!(
