@@ -58,6 +58,8 @@ fn smallest_eigenvalue(bodies: &[talus_engine::assembly::JumpBody]) -> f64 {
 /// warm failures).
 fn check_heap(n: usize, steps: u64) -> (usize, f64, usize) {
     let (mut explained, mut worst_explained) = (0usize, 0f64);
+    // Wall time of the two solvers (printed only: no timed assertions).
+    let (mut t_warm, mut t_clarabel) = (0f64, 0f64);
     let dir = heap::thesis_dir();
     let blocks = heap::thesis_blocks(&dir, n);
     let solver =
@@ -77,9 +79,15 @@ fn check_heap(n: usize, steps: u64) -> (usize, f64, usize) {
         let prep = prepare(&sim.params, &sim.blocks, &contacts);
         for isl in &prep.islands {
             let lambda0 = sim.warm.initial_lambda(&isl.keys);
+            let t0 = std::time::Instant::now();
+            let _ = solve_clarabel(&isl.qp, 1e-9, 200);
+            t_clarabel += t0.elapsed().as_secs_f64();
             let reference = reference(&isl.qp);
             checked += 1;
-            match try_solve(&isl.qp, &lambda0, 1e-9, 50) {
+            let t0 = std::time::Instant::now();
+            let warm = try_solve(&isl.qp, &lambda0, 1e-9, 50);
+            t_warm += t0.elapsed().as_secs_f64();
+            match warm {
                 Some(w) => {
                     let scale = reference.x.iter().fold(1.0f64, |a, v| a.max(v.abs()));
                     let diff =
@@ -124,6 +132,7 @@ fn check_heap(n: usize, steps: u64) -> (usize, f64, usize) {
     eprintln!(
         "{explained} QPs differ by more than 1e-8 (up to {worst_explained:.2e}), each within the sum of the two solutions' certified error bounds"
     );
+    eprintln!("solve time: warm {t_warm:.3} s, clarabel (1e-9) {t_clarabel:.3} s");
     (checked, worst, failures)
 }
 
