@@ -37,11 +37,12 @@ vegetation = { cover = 0.0 }
 
 [seed]
 size = [1.5, 1.5, 2.0]
+clearance = 0.01
 
 [run]
 dt = 0.05
 steps = 20
-allow_initial_overlap = true
+allow_initial_overlap = false
 wall_times = false
 output_every = 5
 kappa = { mode = "restitution", e = 0.2, tangential_ratio = 1.0 }

@@ -3,9 +3,10 @@
 //! Two synthetic surveys of a rough 1 km x 1 km slope (`TALUS_BENCH_POINTS` points each,
 //! default 10 M, ~10 points/m^2), the post survey with a 1.5 m deep scar; 1 M core points
 //! (every 10th pre point); normal radius 1 m, cylinder radius 0.5 m, half-length 2 m.
-//! Both implementations use every core (rayon / OpenMP). Timed: normals + distances
-//! (k-d tree construction reported apart). py4dgeo runs when importable, on the same
-//! points passed through `.npy` files, and its distances are compared with ours.
+//! Both implementations use every core (rayon / OpenMP). Timed: normals + distances,
+//! and the search structures apart (talus: z-sorted columns of both clouds; py4dgeo:
+//! its k-d trees). py4dgeo runs when importable, on the same points passed through
+//! `.npy` files, and its distances are compared with ours.
 //!
 //! `cargo bench -p talus-diff --bench m3c2`
 
@@ -75,6 +76,7 @@ m = py4dgeo.M3C2(epochs=(e1, e2), corepoints=cores, normal_radii=(1.0,), cyl_rad
 dist, unc = m.run()
 t2 = time.perf_counter()
 np.save(f"{d}/py_dist.npy", dist)
+print(f"VERSION {py4dgeo.__version__}")
 print(f"RESULT {t1 - t0} {t2 - t1}")
 "#;
 
@@ -108,16 +110,19 @@ fn main() {
     println!("  talus: {valid} valid, {sig} significant");
 
     println!();
-    println!("| implementation | trees (s) | M3C2 (s) | core points/s | ratio |");
-    println!("|---|---:|---:|---:|---:|");
     println!(
-        "| talus-diff (kiddo, rayon) | {build:.2} | {ours:.2} | {:.0} | 1.00 |",
-        cores.len() as f64 / ours
+        "| implementation | index (s) | M3C2 (s) | core points/s | index + M3C2 (s) | speed-up of talus, M3C2 | speed-up of talus, index + M3C2 |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "| talus-diff (column index, rayon) | {build:.2} | {ours:.2} | {:.0} | {:.2} | - | - |",
+        cores.len() as f64 / ours,
+        build + ours
     );
 
     let probe = Command::new("python3").args(["-c", "import py4dgeo, numpy"]).output();
     if !matches!(&probe, Ok(o) if o.status.success()) {
-        println!("| py4dgeo | - | - | - | skipped: py4dgeo not importable |");
+        println!("| py4dgeo | - | - | - | - | skipped: py4dgeo not importable | - |");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -133,7 +138,7 @@ fn main() {
         .unwrap();
     if !out.status.success() {
         println!(
-            "| py4dgeo | - | - | - | failed: {} |",
+            "| py4dgeo | - | - | - | - | failed: {} | - |",
             String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")
         );
         return;
@@ -144,10 +149,12 @@ fn main() {
     let v: Vec<f64> = line.split_whitespace().skip(1).filter_map(|s| s.parse().ok()).collect();
     let (py_build, py_run) = (v[0], v[1]);
     println!(
-        "| py4dgeo (C++, OpenMP) | {py_build:.2} | {py_run:.2} | {:.0} | {:.2} (talus is {:.2}x faster) |",
+        "| py4dgeo {} (C++, OpenMP) | {py_build:.2} | {py_run:.2} | {:.0} | {:.2} | {:.2}x | {:.2}x |",
+        text.lines().find(|l| l.starts_with("VERSION ")).map_or("", |l| &l[8..]),
         cores.len() as f64 / py_run,
-        ours / py_run,
-        py_run / ours
+        py_build + py_run,
+        py_run / ours,
+        (py_build + py_run) / (build + ours)
     );
     let theirs = read_npy_f64(&dir.path().join("py_dist.npy"));
     // Agreement where both define a distance (sparse cylinders at this density make some

@@ -23,7 +23,7 @@ pub struct C2cRow {
 pub fn c2c(pre: &Cloud, post: &[[f64; 3]], plane_neighbours: u32) -> Vec<C2cRow> {
     post.par_iter()
         .map(|p| {
-            let nn = pre.tree.query(p).nearest_one::<SquaredEuclidean<f64>>().execute();
+            let nn = pre.tree().query(p).nearest_one::<SquaredEuclidean<f64>>().execute();
             let q = pre.points[nn.item as usize];
             let delta = [p[0] - q[0], p[1] - q[1], p[2] - q[2]];
             let plane_distance = match NonZero::new(plane_neighbours as usize) {
@@ -36,7 +36,7 @@ pub fn c2c(pre: &Cloud, post: &[[f64; 3]], plane_neighbours: u32) -> Vec<C2cRow>
 }
 
 fn plane_distance(pre: &Cloud, p: &[f64; 3], k: NonZero<usize>) -> f64 {
-    let nbrs = pre.tree.query(p).nearest_n::<SquaredEuclidean<f64>>(k).execute();
+    let nbrs = pre.tree().query(p).nearest_n::<SquaredEuclidean<f64>>(k).execute();
     let n = nbrs.len();
     if n < 3 {
         return f64::NAN;

@@ -52,11 +52,14 @@ pub enum CellStatistic {
 #[serde(rename_all = "snake_case")]
 pub enum VolumeError {
     /// Point-spread part independent between cells (added in quadrature), survey-accuracy
-    /// part fully correlated (a survey-wide vertical bias, added linearly).
+    /// parts fully correlated: a survey-wide vertical bias (`N A sigma_v`) and a
+    /// survey-wide horizontal shift (`sigma_h A |sum grad z|` per survey), the three
+    /// added in quadrature.
     Split,
-    /// Every cell's error independent: sqrt(sum (A sigma_i)^2).
+    /// Every cell's error independent: sqrt(sum A^2 (sigma_i^2 + sigma_h^2 |grad z_i|^2)).
     Independent,
-    /// Every cell's error fully correlated: sum A sigma_i (the conservative GCD choice).
+    /// Every cell's error fully correlated: sum A (sigma_i + sigma_h |grad z_i|) (the
+    /// conservative GCD choice).
     Correlated,
 }
 
@@ -74,6 +77,13 @@ pub struct DodConfig {
     pub pre_accuracy: f64,
     /// Stated vertical accuracy (1 sigma) of the post-event survey, m.
     pub post_accuracy: f64,
+    /// Stated horizontal registration accuracy of the pre-event survey (1 sigma of a
+    /// survey-wide shift, per horizontal axis), m. Enters volume errors through the
+    /// surface slope (`sigma_h |sum grad z| A`); not the per-cell LoD.
+    pub pre_horizontal_accuracy: f64,
+    /// Stated horizontal registration accuracy of the post-event survey (1 sigma per
+    /// horizontal axis), m; as `pre_horizontal_accuracy`.
+    pub post_horizontal_accuracy: f64,
     /// Confidence of the level of detection (two-sided), e.g. 0.95 gives LoD = 1.96 sigma.
     pub confidence: f64,
     /// How per-cell errors combine into volume errors.
@@ -88,6 +98,8 @@ impl Default for DodConfig {
             min_points: 1,
             pre_accuracy: 0.05,
             post_accuracy: 0.05,
+            pre_horizontal_accuracy: 0.1,
+            post_horizontal_accuracy: 0.1,
             confidence: 0.95,
             volume_error: VolumeError::Split,
         }
@@ -115,11 +127,21 @@ pub struct ZonesConfig {
     /// Keep every zone above `min_area`, not only the largest loss (`scar`) and the
     /// largest gain (`deposit`).
     pub keep_all: bool,
+    /// Margin of a zone's volume, cells: the volume sums the signed dz, without the LoD
+    /// threshold, over the zone, the cells it encloses and this many rings of cells
+    /// around it (cells significant the other way excepted), so real change below the
+    /// LoD at the zone's edge is not dropped. 0 sums the zone and its holes only.
+    pub volume_margin: u32,
 }
 
 impl Default for ZonesConfig {
     fn default() -> Self {
-        ZonesConfig { connectivity: Connectivity::Eight, min_area: 10.0, keep_all: false }
+        ZonesConfig {
+            connectivity: Connectivity::Eight,
+            min_area: 10.0,
+            keep_all: false,
+            volume_margin: 1,
+        }
     }
 }
 
@@ -233,6 +255,8 @@ impl Config {
         positive("dod.cell_size", d.cell_size)?;
         non_negative("dod.pre_accuracy", d.pre_accuracy)?;
         non_negative("dod.post_accuracy", d.post_accuracy)?;
+        non_negative("dod.pre_horizontal_accuracy", d.pre_horizontal_accuracy)?;
+        non_negative("dod.post_horizontal_accuracy", d.post_horizontal_accuracy)?;
         if !(d.confidence > 0.0 && d.confidence < 1.0) {
             return Err(Error::Config(format!(
                 "`dod.confidence` must be in (0, 1), got {}",

@@ -7,6 +7,10 @@
 //! `sigma_dz = sqrt(sigma_pre^2 + sigma_post^2)`, `LoD = z_c sigma_dz` with `z_c` the
 //! two-sided normal quantile of the confidence, and a cell is significant when
 //! `|dz| > LoD`.
+//!
+//! The slope of each surface, `grad z` by central differences of the cell elevations
+//! (one-sided next to a missing cell), is kept for volume errors: a horizontal
+//! registration shift `d` of a survey changes its cell elevations by `-grad z . d`.
 
 use crate::config::{CellStatistic, DodConfig};
 use serde::{Deserialize, Serialize};
@@ -74,6 +78,8 @@ pub struct Surface {
     pub se2: Vec<f64>,
     /// Points per cell.
     pub n: Vec<u32>,
+    /// Gradient `(dz/dx, dz/dy)` of the elevations (zero where undefined).
+    pub grad: Vec<[f64; 2]>,
 }
 
 /// Bin points into the grid and compute each cell's elevation and standard error.
@@ -125,7 +131,35 @@ pub fn surface(grid: &Grid, pts: &[[f64; 3]], cfg: &DodConfig) -> Surface {
             }
         };
     }
-    Surface { z, se2, n }
+    let grad = gradient(grid, &z);
+    Surface { z, se2, n, grad }
+}
+
+/// Central-difference gradient of a gridded surface; one-sided where a neighbour is
+/// missing, zero along an axis with no finite neighbour (or where `z` is NaN).
+pub fn gradient(grid: &Grid, z: &[f64]) -> Vec<[f64; 2]> {
+    let (nx, ny, h) = (grid.nx, grid.ny, grid.cell);
+    let at = |r: usize, c: usize| z[r * nx + c];
+    let axis = |lo: Option<f64>, mid: f64, hi: Option<f64>| -> f64 {
+        match (lo.filter(|v| v.is_finite()), hi.filter(|v| v.is_finite())) {
+            (Some(a), Some(b)) => (b - a) / (2.0 * h),
+            (Some(a), None) => (mid - a) / h,
+            (None, Some(b)) => (b - mid) / h,
+            (None, None) => 0.0,
+        }
+    };
+    (0..grid.len())
+        .map(|i| {
+            let (r, c) = (i / nx, i % nx);
+            let m = z[i];
+            if !m.is_finite() {
+                return [0.0, 0.0];
+            }
+            let gx = axis((c > 0).then(|| at(r, c - 1)), m, (c + 1 < nx).then(|| at(r, c + 1)));
+            let gy = axis((r > 0).then(|| at(r - 1, c)), m, (r + 1 < ny).then(|| at(r + 1, c)));
+            [gx, gy]
+        })
+        .collect()
 }
 
 /// The DEM of difference, one entry per grid cell (row-major).
@@ -146,6 +180,8 @@ pub struct Dod {
     pub random_var: Vec<f64>,
     /// Survey-accuracy (systematic) part of dz's variance, m^2 (same for every cell).
     pub systematic_var: f64,
+    /// Horizontal registration variances (per axis) of the pre and post surveys, m^2.
+    pub horizontal_var: [f64; 2],
     /// The z-score used for the LoD.
     pub z_score: f64,
 }
@@ -179,6 +215,7 @@ pub fn difference(grid: Grid, pre: &[[f64; 3]], post: &[[f64; 3]], cfg: &DodConf
         significant,
         random_var,
         systematic_var,
+        horizontal_var: [cfg.pre_horizontal_accuracy.powi(2), cfg.post_horizontal_accuracy.powi(2)],
         z_score,
     }
 }

@@ -7,7 +7,9 @@
 //!   `|dz| > LoD`.
 //! * **Volumes and zones** ([`zones`]): loss and gain `V = sum |dz| A` over significant
 //!   cells with their error; connected regions of significant loss (`scar`) and gain
-//!   (`deposit`) traced into polygons (GeoParquet).
+//!   (`deposit`) traced into polygons (GeoParquet), each with the unthresholded volume
+//!   of its footprint (zone, holes and a margin) and an error that includes horizontal
+//!   registration through the surface slope.
 //! * **M3C2** ([`m3c2`], Lague et al. 2013, py4dgeo's definitions): distance along a PCA
 //!   normal between the mean (or median) positions of both surveys in a projection
 //!   cylinder, `LoD95 = 1.96 (sqrt(s1^2/n1 + s2^2/n2) + registration error)`.
@@ -212,8 +214,8 @@ pub fn diff_clouds(
         compared.iter().copied().filter(|&i| dod.significant[i] && dod.dz[i] < 0.0).collect();
     let gain_cells: Vec<usize> =
         compared.iter().copied().filter(|&i| dod.significant[i] && dod.dz[i] > 0.0).collect();
-    let loss = zones::volume_of(&dod, loss_cells.iter().copied(), ve);
-    let gain = zones::volume_of(&dod, gain_cells.iter().copied(), ve);
+    let loss = zones::volume_of(&dod, loss_cells.iter().copied(), -1.0, ve);
+    let gain = zones::volume_of(&dod, gain_cells.iter().copied(), 1.0, ve);
     let a = grid.cell_area();
     let loss_unthresholded = compared.iter().map(|&i| (-dod.dz[i]).max(0.0) * a).sum();
     let gain_unthresholded = compared.iter().map(|&i| dod.dz[i].max(0.0) * a).sum();

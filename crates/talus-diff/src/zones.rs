@@ -7,8 +7,18 @@
 //! edges are chained into loops (turning left at a vertex shared by two diagonal cells),
 //! loops are split where they touch themselves, and counter-clockwise loops become
 //! exterior rings, clockwise ones holes (assigned to the smallest exterior containing
-//! them). Volumes are `sum |dz| A` over the zone's cells, with the error combined as
-//! configured ([`crate::config::VolumeError`]).
+//! them).
+//!
+//! A zone's volume is not the sum over its significant cells alone: thresholding at the
+//! LoD drops the real change of the cells below it at the zone's edge, and cells a survey
+//! left empty, so that sum is biased low (Anderson 2019, ESPL 44(5)). The volume is
+//! `V = sum s dz_i A` (`s = -1` for a scar, `+1` for a deposit), unthresholded, over the
+//! zone's footprint ([`footprint`]): its cells, the cells it encloses and
+//! `volume_margin` rings around it, less the cells significant the other way; empty cells
+//! take their neighbours' mean. Noise in the footprint averages out; the error
+//! ([`volume_of`], [`crate::config::VolumeError`]) covers point spread, the surveys'
+//! vertical accuracy, their horizontal registration through the summed slope, and the
+//! filled cells.
 
 use crate::config::{Connectivity, VolumeError, ZonesConfig};
 use crate::dod::{Dod, Grid};
@@ -43,6 +53,8 @@ pub struct Volume {
     pub error: f64,
     /// Cells counted.
     pub cells: usize,
+    /// Cells among them without dz, filled from their neighbours.
+    pub filled: usize,
 }
 
 /// One change zone.
@@ -67,23 +79,202 @@ pub struct Zone {
     pub polygons: Vec<Vec<Vec<[f64; 2]>>>,
 }
 
-/// Volume and error of a set of cells.
-pub fn volume_of(dod: &Dod, cells: impl IntoIterator<Item = usize>, mode: VolumeError) -> Volume {
+/// Volume and error of the change of sign `sign` (-1 loss, +1 gain) over `cells`:
+/// `V = sum sign dz_i A`. A cell without dz (a survey left it empty) takes the mean dz of
+/// its finite 8-neighbours, with the variance of those values plus their mean random
+/// variance as its random error (no finite neighbour: the cell is left out).
+///
+/// Errors (1 sigma), with `sigma_v^2` the summed survey accuracies and `G_s = sum grad z_s`
+/// the summed slope of survey `s` (a horizontal shift `d_s` of survey `s` moves the
+/// volume by `-+A G_s . d_s`):
+/// * split: `sqrt(sum A^2 r_i + (N A)^2 sigma_v^2 + sum_s sigma_h,s^2 A^2 |G_s|^2)`;
+/// * independent: `sqrt(sum A^2 (sigma_i^2 + sum_s sigma_h,s^2 |grad z_s,i|^2))`;
+/// * correlated: `sum A (sigma_i + sum_s sigma_h,s |grad z_s,i|)`.
+pub fn volume_of(
+    dod: &Dod,
+    cells: impl IntoIterator<Item = usize>,
+    sign: f64,
+    mode: VolumeError,
+) -> Volume {
     let a = dod.grid.cell_area();
-    let (mut v, mut rand2, mut lin, mut all2, mut n) = (0.0, 0.0, 0.0, 0.0, 0usize);
+    let sh = dod.horizontal_var.map(f64::sqrt);
+    let (mut v, mut rand2, mut lin, mut all2) = (0.0, 0.0, 0.0, 0.0);
+    let (mut n, mut filled) = (0usize, 0usize);
+    let mut gsum = [[0.0f64; 2]; 2];
     for i in cells {
-        v += dod.dz[i].abs() * a;
-        rand2 += (a * a) * dod.random_var[i];
-        lin += a * dod.dz_error[i];
-        all2 += (a * dod.dz_error[i]).powi(2);
+        let cell = if dod.dz[i].is_finite() {
+            CellChange {
+                dz: dod.dz[i],
+                random_var: dod.random_var[i],
+                grad: [dod.pre.grad[i], dod.post.grad[i]],
+            }
+        } else if let Some(c) = fill(dod, i) {
+            filled += 1;
+            c
+        } else {
+            continue;
+        };
+        let err2 = cell.random_var + dod.systematic_var;
+        let gnorm = cell.grad.map(|g| g[0].hypot(g[1]));
+        v += sign * cell.dz * a;
+        rand2 += a * a * cell.random_var;
+        lin += a * (err2.sqrt() + sh[0] * gnorm[0] + sh[1] * gnorm[1]);
+        all2 += a
+            * a
+            * (err2
+                + dod.horizontal_var[0] * gnorm[0].powi(2)
+                + dod.horizontal_var[1] * gnorm[1].powi(2));
+        for (acc, g) in gsum.iter_mut().zip(cell.grad) {
+            acc[0] += g[0];
+            acc[1] += g[1];
+        }
         n += 1;
     }
     let error = match mode {
-        VolumeError::Split => (rand2 + (n as f64 * a).powi(2) * dod.systematic_var).sqrt(),
+        VolumeError::Split => {
+            let horizontal: f64 = (0..2)
+                .map(|s| dod.horizontal_var[s] * (a * gsum[s][0].hypot(gsum[s][1])).powi(2))
+                .sum();
+            (rand2 + (n as f64 * a).powi(2) * dod.systematic_var + horizontal).sqrt()
+        }
         VolumeError::Independent => all2.sqrt(),
         VolumeError::Correlated => lin,
     };
-    Volume { volume: v, error, cells: n }
+    Volume { volume: v, error, cells: n, filled }
+}
+
+/// dz, random variance and slopes of one cell (measured or filled).
+struct CellChange {
+    dz: f64,
+    random_var: f64,
+    grad: [[f64; 2]; 2],
+}
+
+/// A missing cell filled from its finite 8-neighbours.
+fn fill(dod: &Dod, i: usize) -> Option<CellChange> {
+    let g = &dod.grid;
+    let (r, c) = ((i / g.nx) as i64, (i % g.nx) as i64);
+    let (mut k, mut s, mut ss, mut rv) = (0usize, 0.0, 0.0, 0.0);
+    let mut grad = [[0.0f64; 2]; 2];
+    for dr in -1..=1i64 {
+        for dc in -1..=1i64 {
+            let (rr, cc) = (r + dr, c + dc);
+            if (dr, dc) == (0, 0) || rr < 0 || cc < 0 || rr >= g.ny as i64 || cc >= g.nx as i64 {
+                continue;
+            }
+            let j = (rr as usize) * g.nx + cc as usize;
+            if !dod.dz[j].is_finite() {
+                continue;
+            }
+            k += 1;
+            s += dod.dz[j];
+            ss += dod.dz[j] * dod.dz[j];
+            rv += dod.random_var[j];
+            for (acc, sg) in grad.iter_mut().zip([dod.pre.grad[j], dod.post.grad[j]]) {
+                acc[0] += sg[0];
+                acc[1] += sg[1];
+            }
+        }
+    }
+    if k == 0 {
+        return None;
+    }
+    let kf = k as f64;
+    let mean = s / kf;
+    let spread = if k > 1 { ((ss - s * mean) / (kf - 1.0)).max(0.0) } else { 0.0 };
+    Some(CellChange {
+        dz: mean,
+        random_var: spread + rv / kf,
+        grad: grad.map(|g| [g[0] / kf, g[1] / kf]),
+    })
+}
+
+/// The cells a zone's volume sums: the zone, the cells it encloses (not reachable from
+/// outside without crossing it, moving with the connectivity complementary to the
+/// zone's), and `margin` rings of cells around them (8-neighbours), less the cells of
+/// `exclude`. Row-major order.
+pub fn footprint(
+    grid: &Grid,
+    cells: &[usize],
+    connectivity: Connectivity,
+    margin: u32,
+    exclude: &[bool],
+) -> Vec<usize> {
+    if cells.is_empty() {
+        return Vec::new();
+    }
+    let (mut r0, mut r1, mut c0, mut c1) = (usize::MAX, 0, usize::MAX, 0);
+    for &i in cells {
+        let (r, c) = (i / grid.nx, i % grid.nx);
+        r0 = r0.min(r);
+        r1 = r1.max(r);
+        c0 = c0.min(c);
+        c1 = c1.max(c);
+    }
+    // Local frame: the bounding box with a border of margin + 1 cells (may leave the grid).
+    let m = margin as i64 + 1;
+    let (fr0, fc0) = (r0 as i64 - m, c0 as i64 - m);
+    let (w, h) = ((c1 - c0) as i64 + 1 + 2 * m, (r1 - r0) as i64 + 1 + 2 * m);
+    let local = |r: i64, c: i64| (r * w + c) as usize;
+    let mut zone = vec![false; (w * h) as usize];
+    for &i in cells {
+        zone[local((i / grid.nx) as i64 - fr0, (i % grid.nx) as i64 - fc0)] = true;
+    }
+    // Flood the outside from the frame's corner (outside the zone by construction).
+    let n4: &[(i64, i64)] = &[(1, 0), (-1, 0), (0, 1), (0, -1)];
+    let n8: &[(i64, i64)] = &[(1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (1, -1), (-1, 1), (-1, -1)];
+    let moves = if connectivity == Connectivity::Eight { n4 } else { n8 };
+    let mut outside = vec![false; zone.len()];
+    let mut stack = vec![(0i64, 0i64)];
+    outside[0] = true;
+    while let Some((r, c)) = stack.pop() {
+        for (dr, dc) in moves {
+            let (rr, cc) = (r + dr, c + dc);
+            if rr < 0 || cc < 0 || rr >= h || cc >= w {
+                continue;
+            }
+            let j = local(rr, cc);
+            if !zone[j] && !outside[j] {
+                outside[j] = true;
+                stack.push((rr, cc));
+            }
+        }
+    }
+    let mut inside: Vec<bool> = outside.iter().map(|o| !o).collect();
+    for _ in 0..margin {
+        let prev = inside.clone();
+        for r in 0..h {
+            for c in 0..w {
+                if prev[local(r, c)] {
+                    continue;
+                }
+                let near = n8.iter().any(|(dr, dc)| {
+                    let (rr, cc) = (r + dr, c + dc);
+                    rr >= 0 && cc >= 0 && rr < h && cc < w && prev[local(rr, cc)]
+                });
+                inside[local(r, c)] = near;
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for r in 0..h {
+        for c in 0..w {
+            let (gr, gc) = (r + fr0, c + fc0);
+            if !inside[local(r, c)]
+                || gr < 0
+                || gc < 0
+                || gr >= grid.ny as i64
+                || gc >= grid.nx as i64
+            {
+                continue;
+            }
+            let i = gr as usize * grid.nx + gc as usize;
+            if !exclude[i] {
+                out.push(i);
+            }
+        }
+    }
+    out
 }
 
 /// Connected components of the cells where `mask` is true, in row-major order of their
@@ -128,14 +319,11 @@ pub fn find_zones(dod: &Dod, cfg: &ZonesConfig, volume_error: VolumeError) -> Ve
     let g = &dod.grid;
     let area = g.cell_area();
     let mut zones = Vec::new();
+    let loss: Vec<bool> = (0..g.len()).map(|i| dod.significant[i] && dod.dz[i] < 0.0).collect();
+    let gain: Vec<bool> = (0..g.len()).map(|i| dod.significant[i] && dod.dz[i] > 0.0).collect();
     for kind in [ZoneKind::Scar, ZoneKind::Deposit] {
-        let mask: Vec<bool> = (0..g.len())
-            .map(|i| {
-                dod.significant[i]
-                    && if kind == ZoneKind::Scar { dod.dz[i] < 0.0 } else { dod.dz[i] > 0.0 }
-            })
-            .collect();
-        let mut comps: Vec<Vec<usize>> = components(g, &mask, cfg.connectivity)
+        let (mask, other) = if kind == ZoneKind::Scar { (&loss, &gain) } else { (&gain, &loss) };
+        let mut comps: Vec<Vec<usize>> = components(g, mask, cfg.connectivity)
             .into_iter()
             .filter(|c| c.len() as f64 * area >= cfg.min_area)
             .collect();
@@ -145,7 +333,8 @@ pub fn find_zones(dod: &Dod, cfg: &ZonesConfig, volume_error: VolumeError) -> Ve
             comps.truncate(1);
         }
         for cells in comps {
-            zones.push(make_zone(dod, kind, cells, volume_error));
+            let sum = footprint(g, &cells, cfg.connectivity, cfg.volume_margin, other);
+            zones.push(make_zone(dod, kind, cells, &sum, volume_error));
         }
     }
     // Ids: scars first (largest first), then deposits; so the main scar is 0 and the main
@@ -156,9 +345,16 @@ pub fn find_zones(dod: &Dod, cfg: &ZonesConfig, volume_error: VolumeError) -> Ve
     zones
 }
 
-fn make_zone(dod: &Dod, kind: ZoneKind, cells: Vec<usize>, mode: VolumeError) -> Zone {
+fn make_zone(
+    dod: &Dod,
+    kind: ZoneKind,
+    cells: Vec<usize>,
+    footprint: &[usize],
+    mode: VolumeError,
+) -> Zone {
     let g = &dod.grid;
-    let volume = volume_of(dod, cells.iter().copied(), mode);
+    let sign = if kind == ZoneKind::Scar { -1.0 } else { 1.0 };
+    let volume = volume_of(dod, footprint.iter().copied(), sign, mode);
     let (mut sx, mut sy) = (0.0, 0.0);
     let (mut z_max, mut z_min) = (f64::NEG_INFINITY, f64::INFINITY);
     for &i in &cells {
@@ -470,5 +666,95 @@ mod tests {
                 assert_eq!(v.len(), n, "{r:?}");
             }
         }
+    }
+
+    #[test]
+    fn footprint_adds_holes_and_margin_but_not_excluded_cells() {
+        let g = grid(9, 9);
+        let zone = cells_of(
+            &g,
+            &[
+                ".........",
+                ".........",
+                "..#####..",
+                "..#...#..",
+                "..#.#.#..",
+                "..#####..",
+                ".........",
+                ".........",
+                ".........",
+            ],
+        );
+        let none = vec![false; g.len()];
+        // No margin: the zone and the 5 enclosed cells (the centre one is zone already).
+        let f0 = footprint(&g, &zone, Connectivity::Eight, 0, &none);
+        let block = cells_of(
+            &g,
+            &[
+                ".........",
+                ".........",
+                "..#####..",
+                "..#####..",
+                "..#####..",
+                "..#####..",
+                ".........",
+                ".........",
+                ".........",
+            ],
+        );
+        assert_eq!(f0, block);
+        // One ring: the 7 x 6 block; one excluded cell of the ring drops out.
+        let mut ex = none.clone();
+        ex[7 * 9 + 1] = true; // row 7, col 1
+        let f1 = footprint(&g, &zone, Connectivity::Eight, 1, &ex);
+        assert_eq!(f1.len(), 7 * 6 - 1);
+        assert!(!f1.contains(&(7 * 9 + 1)));
+        // A cell walled in on its four sides is a hole of an 8-connected zone; the outside of
+        // a 4-connected zone reaches it diagonally.
+        let open = cells_of(&g, &["...", ".#.", "#.#", ".#."]);
+        assert_eq!(footprint(&g, &open, Connectivity::Eight, 0, &none).len(), 5);
+        assert_eq!(footprint(&g, &open, Connectivity::Four, 0, &none).len(), 4);
+    }
+
+    /// A tilted plane lowered by 1 m, one cell of the post survey empty: the volume over a
+    /// block is exact, the empty cell is filled, and the split error is the closed form.
+    #[test]
+    fn volume_of_tilted_block_with_an_empty_cell() {
+        use crate::config::DodConfig;
+        let g = Grid { x0: 0.0, y0: 0.0, cell: 1.0, nx: 6, ny: 5 };
+        let cfg = DodConfig {
+            pre_horizontal_accuracy: 0.2,
+            post_horizontal_accuracy: 0.1,
+            ..DodConfig::default()
+        };
+        // Two points per cell at its centre (no spread), z = 0.5 x + 0.25 y.
+        let empty = 2 * 6 + 2;
+        let (mut pre, mut post) = (Vec::new(), Vec::new());
+        for i in 0..g.len() {
+            let (x, y) = g.centre(i);
+            let z = 0.5 * x + 0.25 * y;
+            pre.extend([[x, y, z]; 2]);
+            if i != empty {
+                post.extend([[x, y, z - 1.0]; 2]);
+            }
+        }
+        let dod = crate::dod::difference(g, &pre, &post, &cfg);
+        assert!(dod.dz[empty].is_nan());
+        let block: Vec<usize> = (0..g.len())
+            .filter(|i| (1..=3).contains(&(i % 6)) && (1..=3).contains(&(i / 6)))
+            .collect();
+        let v = volume_of(&dod, block.iter().copied(), -1.0, VolumeError::Split);
+        assert_eq!((v.cells, v.filled), (9, 1));
+        assert!((v.volume - 9.0).abs() < 1e-12, "{v:?}");
+        // Gradients of a plane are exact (central or one-sided), so G_s = 9 (0.5, 0.25);
+        // no spread, so the random part is 0.
+        let gs = 9.0 * 0.5f64.hypot(0.25);
+        let expect =
+            (81.0 * dod.systematic_var + (0.2f64.powi(2) + 0.1f64.powi(2)) * gs * gs).sqrt();
+        assert!((v.error - expect).abs() < 1e-9, "{} vs {expect}", v.error);
+        // Independent: sqrt(sum sigma_v^2 + sigma_h^2 |g|^2) per cell.
+        let vi = volume_of(&dod, block.iter().copied(), -1.0, VolumeError::Independent);
+        let per = dod.systematic_var + 0.05 * 0.5f64.hypot(0.25).powi(2);
+        assert!((vi.error - (9.0 * per).sqrt()).abs() < 1e-9);
     }
 }

@@ -1,5 +1,5 @@
 //! The DoD on the committed synthetic Piton Marcel site (`data/piton-marcel/`, written by
-//! `talus synth`) against its truth: scar and deposit volumes within their stated error,
+//! `talus synth`) against its truth: scar and deposit volumes within their stated (1 sigma) error,
 //! scar outline overlapping the true scar with IoU >= 0.9. Skips with a printed reason
 //! when the site has not been generated.
 #![allow(clippy::field_reassign_with_default)] // test configs read best as edits of the default
@@ -68,13 +68,23 @@ fn volumes_and_scar_match_the_truth() {
         r.summary.loss.volume,
         r.summary.gain.volume
     );
-    // The stated error (1 sigma, `split` model) covers point spread and survey accuracy,
-    // not the representation error of 5 m cells on a 65 degree cliff sampled per surface
-    // area (steep parts of a cell hold more points, biasing its mean): measured on the
-    // shipped site, the scar is 0.8 % low (2.6 sigma), the deposit 0.2 % (0.8 sigma).
-    // Accept 3 sigma.
-    let scar_ok = (scar.volume.volume - tv("scar")).abs() <= 3.0 * scar.volume.error;
-    let dep_ok = (dep.volume.volume - tv("deposit")).abs() <= 3.0 * dep.volume.error;
+    // The stated error (1 sigma, `split` model) covers point spread, the surveys' vertical
+    // accuracy and their horizontal registration (0.1 m per axis, the default; the post
+    // survey is shifted by (0.10, -0.10, 0.02) m, which on the 65 degree cliff moves
+    // the scar volume by about -4,600 m³); the volume sums the zone's footprint without
+    // the LoD threshold, so sub-LoD change at its edge and empty cells inside it count.
+    // The truth must lie within the stated interval.
+    let scar_ok = (scar.volume.volume - tv("scar")).abs() <= scar.volume.error;
+    let dep_ok = (dep.volume.volume - tv("deposit")).abs() <= dep.volume.error;
+    println!(
+        "scar off by {:.2} sigma ({} cells, {} filled), deposit by {:.2} sigma ({} cells, {} filled)",
+        (scar.volume.volume - tv("scar")) / scar.volume.error,
+        scar.volume.cells,
+        scar.volume.filled,
+        (dep.volume.volume - tv("deposit")) / dep.volume.error,
+        dep.volume.cells,
+        dep.volume.filled
+    );
 
     // IoU on the truth grid: truth cells in the scar vs truth cell centres inside our outline.
     let t = talus_io::read_table(&dir.join("truth.parquet"), &arrow::datatypes::Schema::empty())

@@ -3,10 +3,20 @@
 //! thesis code's reference times (2.1 / 43 / 93 / 968 s for 1000 steps, CPLEX replaced by
 //! an exact QP, same machine class).
 //!
-//! `cargo bench -p talus-engine --bench heap [-- STEPS_SCALE]`: steps are reduced for the
-//! large cases (the table says how many were run; time per step is what is compared).
-//! Environment: TALUS_THESIS_DIR (default ../shared/data/thesis-granular beside the repository),
-//! TALUS_BENCH_SOLVER = warm | clarabel (default warm), TALUS_BENCH_SKIP_BIG = 1.
+//! `cargo bench -p talus-engine --bench heap`: every thesis case runs 1000 steps (as the
+//! reference), the generated heap 3 steps. Peak memory is the process's VmHWM
+//! (/proc/self/status), reset before each case (`echo 5 > /proc/self/clear_refs`), so each
+//! row shows the peak resident set of that case alone.
+//! Environment:
+//! * TALUS_THESIS_DIR (default ../shared/data/thesis-granular beside the repository);
+//! * TALUS_BENCH_SOLVER = warm | clarabel (default warm);
+//! * TALUS_BENCH_N = comma-separated thesis sizes to run (default 100,500,1000,3000);
+//! * TALUS_BENCH_STEPS = steps of each thesis case (default 1000);
+//! * TALUS_BENCH_BIG = number of blocks of the generated heap (default 100000; 0 skips it),
+//!   TALUS_BENCH_BIG_STEPS (default 3); TALUS_BENCH_SKIP_BIG = 1 also skips it.
+//!
+//! The `state` column is a hash of the final state's bits: equal hashes mean byte-identical
+//! results (used to check that an optimisation changes nothing).
 
 use nalgebra::{Matrix3, Rotation3, UnitQuaternion, Vector3};
 use std::path::{Path, PathBuf};
@@ -83,7 +93,41 @@ struct Row {
     solve: f64,
     contacts: f64,
     fallbacks: u64,
+    max_island: u32,
     reference: Option<f64>,
+    peak_mb: f64,
+    state: u64,
+}
+
+/// Reset the peak resident set size of this process (Linux; ignored elsewhere).
+fn reset_peak() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// Peak resident set size since the last reset, MB (NaN when unknown).
+fn peak_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<f64>().ok())
+        })
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+/// FNV-1a hash of the bits of every block's state.
+fn state_hash(blocks: &[Block]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in blocks {
+        for v in b.pos.iter().chain(b.vel.iter()).chain(b.omega.iter()).chain(b.rot.coords.iter()) {
+            for byte in v.to_bits().to_le_bytes() {
+                h = (h ^ byte as u64).wrapping_mul(0x100_0000_01b3);
+            }
+        }
+    }
+    h
 }
 
 fn bench(
@@ -104,6 +148,7 @@ fn bench(
         allow_initial_overlap: true,
         ..Config::default()
     };
+    reset_peak();
     let st = statics(&config, None);
     let mut sim = Simulation::new(config, blocks, st).expect("simulation");
     let mut r = Row {
@@ -116,7 +161,10 @@ fn bench(
         solve: 0.0,
         contacts: 0.0,
         fallbacks: 0,
+        max_island: 0,
         reference,
+        peak_mb: 0.0,
+        state: 0,
     };
     let t0 = Instant::now();
     for _ in 0..steps {
@@ -129,10 +177,58 @@ fn bench(
             + d.jump.contacts_block_plane
             + d.jump.contacts_block_terrain) as f64;
         r.fallbacks += d.jump.fallback as u64;
+        r.max_island = r.max_island.max(d.jump.qp_variables / 6);
         assert!(d.jump.failed.is_empty(), "{name}: step {} not solved", d.step);
     }
     r.wall = t0.elapsed().as_secs_f64();
+    r.peak_mb = peak_mb();
+    r.state = state_hash(&sim.blocks);
     r
+}
+
+fn print_header() {
+    println!(
+        "{:<20} {:>6} {:>11} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7} {:>9} {:>10} {:>9} {:>18}",
+        "case",
+        "steps",
+        "s/step",
+        "broad",
+        "narrow",
+        "assembly",
+        "solve",
+        "contacts",
+        "island",
+        "fallback",
+        "vs thesis",
+        "peak MB",
+        "state"
+    );
+}
+
+fn print_row(r: &Row) {
+    let s = r.steps as f64;
+    let per = r.wall / s;
+    let ratio = r.reference.map(|t| format!("{:.2}x", t / per)).unwrap_or_else(|| "-".into());
+    println!(
+        "{:<20} {:>6} {:>11.3e} {:>10.2e} {:>10.2e} {:>10.2e} {:>10.2e} {:>10.0} {:>7} {:>9} {:>10} {:>9.0} {:>18x}",
+        r.name,
+        r.steps,
+        per,
+        r.broad / s,
+        r.narrow / s,
+        r.assembly / s,
+        r.solve / s,
+        r.contacts / s,
+        r.max_island,
+        r.fallbacks,
+        ratio,
+        r.peak_mb,
+        r.state
+    );
+}
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(default)
 }
 
 fn main() {
@@ -144,12 +240,20 @@ fn main() {
         _ => SolverConfig::Warm { tolerance: 1e-9, max_iterations: 50, fallback_tolerance: 1e-9 },
     };
     let skip_big = std::env::var("TALUS_BENCH_SKIP_BIG").is_ok();
-    let mut rows = Vec::new();
-    for (n, steps, reference) in
-        [(100usize, 1000u64, 2.1), (500, 1000, 43.0), (1000, 300, 93.0), (3000, 100, 968.0)]
-    {
+    let sizes: Vec<usize> = std::env::var("TALUS_BENCH_N")
+        .map(|v| v.split(',').filter_map(|t| t.trim().parse().ok()).collect())
+        .unwrap_or_else(|_| vec![100, 500, 1000, 3000]);
+    let steps: u64 = env_or("TALUS_BENCH_STEPS", 1000);
+    let big: usize = if skip_big { 0 } else { env_or("TALUS_BENCH_BIG", 100_000) };
+    let big_steps: u64 = env_or("TALUS_BENCH_BIG_STEPS", 3);
+    println!("solver: {solver:?}");
+    print_header();
+    for (n, reference) in [(100usize, 2.1), (500, 43.0), (1000, 93.0), (3000, 968.0)] {
+        if !sizes.contains(&n) {
+            continue;
+        }
         match thesis_blocks(&dir, n) {
-            Some(b) => rows.push(bench(
+            Some(b) => print_row(&bench(
                 &format!("thesis N={n}"),
                 b,
                 steps,
@@ -159,41 +263,13 @@ fn main() {
             None => eprintln!("skipped thesis N={n}: files not found in {}", dir.display()),
         }
     }
-    if !skip_big {
-        rows.push(bench("generated N=100000", generated_heap(100_000), 3, &solver, None));
+    if big > 0 {
+        let blocks = generated_heap(big);
+        print_row(&bench(&format!("generated N={big}"), blocks, big_steps, &solver, None));
     }
-    println!("solver: {solver:?}");
     println!(
-        "{:<20} {:>6} {:>11} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>12}",
-        "case",
-        "steps",
-        "s/step",
-        "broad",
-        "narrow",
-        "assembly",
-        "solve",
-        "contacts",
-        "fallback",
-        "vs thesis"
+        "(s/step = wall / steps; broad, narrow, assembly, solve in s/step; contacts per step; island = largest island, bodies; peak MB = VmHWM of the case)"
     );
-    for r in &rows {
-        let s = r.steps as f64;
-        let per = r.wall / s;
-        let ratio = r.reference.map(|t| format!("{:.0}x", t / per)).unwrap_or_else(|| "-".into());
-        println!(
-            "{:<20} {:>6} {:>11.3e} {:>10.2e} {:>10.2e} {:>10.2e} {:>10.2e} {:>10.0} {:>9} {:>12}",
-            r.name,
-            r.steps,
-            per,
-            r.broad / s,
-            r.narrow / s,
-            r.assembly / s,
-            r.solve / s,
-            r.contacts / s,
-            r.fallbacks,
-            ratio
-        );
-    }
     println!(
         "(thesis reference: 2.1 / 43 / 93 / 968 s per 1000 steps for N = 100 / 500 / 1000 / 3000; goal >= 200x at 3000, <= 1 s/step at 1e5)"
     );

@@ -1,6 +1,7 @@
 //! The options of `talus run`: one typed struct, deserialised from the `[run]` table of a
 //! site file (unknown keys are errors), validated before any work.
 
+use crate::friction::FrictionConfig;
 use crate::rotation::RotationModel;
 use serde::{Deserialize, Serialize};
 
@@ -136,6 +137,11 @@ pub struct Config {
     pub wall_times: bool,
     /// Overlap depth tolerated at the start without refusing, m.
     pub initial_overlap_tolerance: f64,
+    /// Coulomb friction per material pair, as second-order cones solved by Clarabel
+    /// (default: none). E.g. `friction = { block_block = { coulomb = 0.6 },
+    /// block_terrain = { coulomb = 0.7 } }`; see [`crate::friction`].
+    #[serde(skip_serializing_if = "FrictionConfig::is_default")]
+    pub friction: FrictionConfig,
 }
 
 impl Default for Config {
@@ -157,6 +163,7 @@ impl Default for Config {
             allow_initial_overlap: false,
             wall_times: true,
             initial_overlap_tolerance: 1e-3,
+            friction: FrictionConfig::default(),
         }
     }
 }
@@ -197,8 +204,9 @@ impl Config {
                 }
             }
             Kappa::Restitution { e, tangential_ratio } => {
-                if !(0.0..1.0).contains(&e)
-                    || !(tangential_ratio.is_finite() && tangential_ratio >= 0.0)
+                if !((0.0..1.0).contains(&e)
+                    && tangential_ratio.is_finite()
+                    && tangential_ratio >= 0.0)
                 {
                     return bad(format!(
                         "kappa: e = {e} must be in [0, 1), tangential_ratio = {tangential_ratio} >= 0"
@@ -215,8 +223,10 @@ impl Config {
             return bad(format!("tolerance = {} m must be finite and >= 0", self.tolerance));
         }
         let s = &self.separation;
-        if !(s.beta.is_finite() && (0.0..=1.0).contains(&s.beta))
-            || !(s.max_velocity.is_finite() && s.max_velocity >= 0.0)
+        if !(s.beta.is_finite()
+            && (0.0..=1.0).contains(&s.beta)
+            && s.max_velocity.is_finite()
+            && s.max_velocity >= 0.0)
         {
             return bad(format!(
                 "separation: beta = {} must be in [0, 1], max_velocity = {} m/s >= 0",
@@ -232,8 +242,10 @@ impl Config {
                 }
             }
             SolverConfig::Warm { tolerance, max_iterations, fallback_tolerance } => {
-                if !(tolerance > 0.0 && tolerance < 1.0)
-                    || !(fallback_tolerance > 0.0 && fallback_tolerance < 1.0)
+                if !(tolerance > 0.0
+                    && tolerance < 1.0
+                    && fallback_tolerance > 0.0
+                    && fallback_tolerance < 1.0)
                     || max_iterations == 0
                 {
                     return bad(format!(
@@ -257,6 +269,7 @@ impl Config {
         if !(self.initial_overlap_tolerance.is_finite() && self.initial_overlap_tolerance >= 0.0) {
             return bad("initial_overlap_tolerance must be finite and >= 0".into());
         }
+        self.friction.validate().map_err(ConfigError)?;
         Ok(())
     }
 }

@@ -81,6 +81,8 @@ pub fn detect(
     };
     let t1 = Instant::now();
 
+    // Each block's oriented box once (the rotation matrix of its quaternion).
+    let obbs: Vec<Obb> = blocks.par_iter().map(Obb::of).collect();
     let per_block: Vec<Vec<Contact>> =
         (0..blocks.len())
             .into_par_iter()
@@ -101,17 +103,17 @@ pub fn detect(
                     narrow::box_tin(b, tin, &tris[i], tol, &mut tt);
                     out.extend(tt.iter().map(|(t, touch)| contact(i, Other::Terrain(*t), touch)));
                 }
-                let oi = Obb::of(b);
+                let oi = &obbs[i];
                 for &(_, j) in &pairs[first[i]..first[i + 1]] {
                     let c = &blocks[j];
-                    let oj = Obb::of(c);
+                    let oj = &obbs[j];
                     touches.clear();
                     // Canonical order: the block with the smaller (id, index) is box A.
                     if (b.id, i) <= (c.id, j) {
-                        narrow::box_box(&oi, &oj, tol, &mut touches);
+                        narrow::box_box(oi, oj, tol, &mut touches);
                         out.extend(touches.iter().map(|t| contact(i, Other::Block(j), t)));
                     } else {
-                        narrow::box_box(&oj, &oi, tol, &mut touches);
+                        narrow::box_box(oj, oi, tol, &mut touches);
                         out.extend(touches.iter().map(|t| Contact {
                             normal: -t.normal,
                             ..contact(i, Other::Block(j), t)

@@ -731,7 +731,11 @@ pub fn run(
                     SolverConfig::Warm { fallback_tolerance, .. } => (fallback_tolerance, 200),
                 };
                 let path = dump_dir.join(format!("step_{step:010}_island_{:05}.json", f.island));
-                let json = clarabel_json(&f.qp, tol, it).map_err(|m| input_err(&path, m))?;
+                let json = match &f.conic {
+                    Some(cq) => crate::friction::clarabel_json(cq, tol, it),
+                    None => clarabel_json(&f.qp, tol, it),
+                }
+                .map_err(|m| input_err(&path, m))?;
                 talus_io::AtomicFile::write_all(&path, &json)?;
             }
             if config.on_solver_failure == OnSolverFailure::Stop {

@@ -45,10 +45,7 @@ pub fn islands(n_bodies: usize, contacts: &[Contact]) -> Vec<Island> {
             in_contact[j] = true;
         }
     }
-    for b in 0..n_bodies {
-        if !in_contact[b] {
-            continue;
-        }
+    for (b, _) in in_contact.iter().enumerate().filter(|(_, c)| **c) {
         let root = find(&mut parent, b);
         if slot[root] == usize::MAX {
             slot[root] = out.len();

@@ -16,6 +16,7 @@ pub mod config;
 pub mod contact;
 pub mod detect;
 pub mod files;
+pub mod friction;
 pub mod islands;
 pub mod narrow;
 pub mod rotation;

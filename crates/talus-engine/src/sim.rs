@@ -6,7 +6,7 @@ use crate::config::{Config, ConfigError};
 use crate::contact::{Contact, Other};
 use crate::detect::{DetectParams, DetectTimings, detect};
 use crate::statics::Statics;
-use crate::step::{FailedQp, JumpReport, KappaLaw, StepParams, step_with_contacts};
+use crate::step::{FailedQp, JumpReport, KappaLaw, StepParams, step_with_friction};
 use crate::warm::WarmStart;
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -225,7 +225,13 @@ impl Simulation {
     pub fn advance(&mut self) -> (Energies, Diagnostics) {
         let mut timings = DetectTimings::default();
         let contacts = self.detect(&mut timings);
-        let jump = step_with_contacts(&self.params, &mut self.blocks, &contacts, &mut self.warm);
+        let jump = step_with_friction(
+            &self.params,
+            &self.config.friction,
+            &mut self.blocks,
+            &contacts,
+            &mut self.warm,
+        );
         self.step += 1;
         self.totals.dissipated += jump.dissipated;
         self.totals.gravity_work += jump.gravity_work;

@@ -55,7 +55,7 @@ pub struct QpOutcome {
     pub fallback: bool,
 }
 
-fn clarabel_data(qp: &Qp) -> (Vec<f64>, CscMatrix<f64>, Vec<f64>) {
+pub(crate) fn clarabel_data(qp: &Qp) -> (Vec<f64>, CscMatrix<f64>, Vec<f64>) {
     let q: Vec<f64> = qp.p.iter().map(|v| -v).collect();
     let mut a = qp.c.clone();
     a.nzval.iter_mut().for_each(|v| *v = -*v);
@@ -63,7 +63,7 @@ fn clarabel_data(qp: &Qp) -> (Vec<f64>, CscMatrix<f64>, Vec<f64>) {
     (q, a, b)
 }
 
-fn settings(tolerance: f64, max_iterations: u32) -> DefaultSettings<f64> {
+pub(crate) fn settings(tolerance: f64, max_iterations: u32) -> DefaultSettings<f64> {
     DefaultSettings {
         verbose: false,
         max_iter: max_iterations,

@@ -20,6 +20,7 @@ use crate::assembly::{JumpBody, JumpContact, Qp, assemble, effective_mass};
 use crate::body::Block;
 use crate::config::{Kappa, SolverConfig};
 use crate::contact::{Contact, ContactKind, Other};
+use crate::friction::{self, ConeQp, ContactFriction, FrictionConfig};
 use crate::islands::{Island, islands};
 use crate::rotation::{self, RotationModel};
 use crate::solvers::{QpOutcome, SolverUsed, solve_clarabel};
@@ -84,6 +85,9 @@ pub struct FailedQp {
     pub qp: Qp,
     /// Solver status.
     pub status: String,
+    /// The conic program when the island had friction (`qp` then holds its rows too);
+    /// dump it with [`crate::friction::clarabel_json`].
+    pub conic: Option<ConeQp>,
 }
 
 /// What a step did (energies in J, times in s).
@@ -123,6 +127,8 @@ struct IslandResult {
     dissipated: f64,
     separation_work: f64,
     keys: Vec<ContactKey>,
+    /// The conic program, when the island had friction.
+    cones: Option<ConeQp>,
 }
 
 /// The key identifying a contact across steps, for warm starts.
@@ -188,13 +194,17 @@ pub fn prepare(params: &StepParams, blocks: &[Block], contacts: &[Contact]) -> P
         r.matrix() * Matrix3::from_diagonal(&blocks[k].inertia) * r.matrix().transpose()
     };
     let isl: Vec<Island> = islands(blocks.len(), &contacts);
+    // Index of every body within its island (each body is in at most one island).
+    let mut local = vec![usize::MAX; blocks.len()];
+    for island in &isl {
+        for (l, &b) in island.bodies.iter().enumerate() {
+            local[b] = l;
+        }
+    }
+    let local = &local;
     let assembled: Vec<AssembledIsland> = isl
         .into_par_iter()
         .map(|island| {
-            let mut local = std::collections::BTreeMap::new();
-            for (l, &b) in island.bodies.iter().enumerate() {
-                local.insert(b, l);
-            }
             let bodies: Vec<JumpBody> = island
                 .bodies
                 .iter()
@@ -217,9 +227,9 @@ pub fn prepare(params: &StepParams, blocks: &[Block], contacts: &[Contact]) -> P
                         0.0
                     };
                     JumpContact {
-                        i: local[&c.i],
+                        i: local[c.i],
                         j: match c.other {
-                            Other::Block(j) => Some(local[&j]),
+                            Other::Block(j) => Some(local[j]),
                             _ => None,
                         },
                         point: c.point,
@@ -259,6 +269,19 @@ pub fn step_with_contacts(
     contacts: &[Contact],
     warm: &mut WarmStart,
 ) -> JumpReport {
+    step_with_friction(params, &FrictionConfig::default(), blocks, contacts, warm)
+}
+
+/// [`step_with_contacts`] with Coulomb friction ([`crate::friction`]): islands with a
+/// frictional contact are solved by Clarabel as second-order-cone programs (whatever the
+/// configured solver); the report's `solver` is then `clarabel_socp` (or `mixed`).
+pub fn step_with_friction(
+    params: &StepParams,
+    friction: &FrictionConfig,
+    blocks: &mut [Block],
+    contacts: &[Contact],
+    warm: &mut WarmStart,
+) -> JumpReport {
     let dt = params.dt;
     let t0 = Instant::now();
     let Prepared { contacts, half, islands: assembled } = prepare(params, blocks, contacts);
@@ -283,22 +306,52 @@ pub fn step_with_contacts(
     let t1 = Instant::now();
     let results: Vec<IslandResult> = assembled
         .par_iter()
-        .map(|AssembledIsland { qp, bodies, contacts: jc, keys, .. }| {
-            let mut outcome = match params.solver {
-                SolverConfig::Clarabel { tolerance, max_iterations } => {
-                    solve_clarabel(qp, tolerance, max_iterations)
-                }
-                SolverConfig::Warm { tolerance, max_iterations, fallback_tolerance } => {
-                    let lambda0 = keys_prev.initial_lambda(keys);
-                    solve_warm(qp, &lambda0, tolerance, max_iterations, fallback_tolerance)
+        .map(|AssembledIsland { island, qp, bodies, contacts: jc, keys }| {
+            // Coulomb friction: islands with a frictional contact are conic programs.
+            let fr: Vec<ContactFriction> = island
+                .contacts
+                .iter()
+                .zip(jc.iter())
+                .map(|(&k, c)| {
+                    let mu = friction.mu(contacts[k].kind());
+                    let credit = if friction.slip_credit {
+                        let gap = contacts[k].gap;
+                        friction::slip_credit(bodies, c, mu, gap, params.beta, dt)
+                    } else {
+                        0.0
+                    };
+                    ContactFriction { mu, credit }
+                })
+                .collect();
+            let mut cones: Option<ConeQp> = None;
+            let mut relaxed = false;
+            let mut outcome = if fr.iter().any(|f| f.mu > 0.0) {
+                let (tolerance, max_iterations) = match params.solver {
+                    SolverConfig::Clarabel { tolerance, max_iterations } => {
+                        (tolerance, max_iterations)
+                    }
+                    SolverConfig::Warm { fallback_tolerance, .. } => (fallback_tolerance, 200),
+                };
+                let (co, retried, cq) =
+                    friction::solve_island(qp, bodies, jc, &fr, tolerance, max_iterations);
+                (relaxed, cones) = (retried, Some(cq));
+                co.outcome
+            } else {
+                match params.solver {
+                    SolverConfig::Clarabel { tolerance, max_iterations } => {
+                        solve_clarabel(qp, tolerance, max_iterations)
+                    }
+                    SolverConfig::Warm { tolerance, max_iterations, fallback_tolerance } => {
+                        let lambda0 = keys_prev.initial_lambda(keys);
+                        solve_warm(qp, &lambda0, tolerance, max_iterations, fallback_tolerance)
+                    }
                 }
             };
             // Separation velocities demanded of a block wedged between opposing faces can
             // contradict each other (PrimalInfeasible). Without them the QP is always
             // feasible (u⁺ = 0 satisfies every c_kᵀu⁺ ≥ 0), so the island is solved again
             // with Clarabel and no separation; the status records it.
-            let mut relaxed = false;
-            if !outcome.solved && jc.iter().any(|c| c.separation > 0.0) {
+            if cones.is_none() && !outcome.solved && jc.iter().any(|c| c.separation > 0.0) {
                 let mut q = qp.clone();
                 for (r, c) in q.r.iter_mut().zip(jc.iter()) {
                     *r -= 0.5 * c.separation;
@@ -348,6 +401,7 @@ pub fn step_with_contacts(
                 separation_work,
                 outcome,
                 keys: keys.clone(),
+                cones,
             }
         })
         .collect();
@@ -355,6 +409,7 @@ pub fn step_with_contacts(
 
     let mut used_clarabel = false;
     let mut used_warm = false;
+    let mut used_socp = false;
     let mut next_warm = WarmStart::default();
     for (k, (res, AssembledIsland { island, qp, .. })) in results.iter().zip(assembled).enumerate()
     {
@@ -366,6 +421,7 @@ pub fn step_with_contacts(
         rep.r_dual = rep.r_dual.max(o.r_dual);
         rep.fallback |= o.fallback;
         match o.solver {
+            SolverUsed::Clarabel if res.cones.is_some() => used_socp = true,
             SolverUsed::Clarabel => used_clarabel = true,
             SolverUsed::Warm => used_warm = true,
             SolverUsed::None => {}
@@ -375,8 +431,9 @@ pub fn step_with_contacts(
             rep.failed.push(FailedQp {
                 island: k,
                 block_ids: island.bodies.iter().map(|&b| blocks[b].id).collect(),
-                qp,
+                qp: res.cones.as_ref().map(|c| c.qp.clone()).unwrap_or(qp),
                 status: o.status.clone(),
+                conic: res.cones.clone(),
             });
         }
         rep.dissipated += res.dissipated;
@@ -388,27 +445,36 @@ pub fn step_with_contacts(
         next_warm.record(&res.keys, &o.lambda);
     }
     *warm = next_warm;
-    rep.solver = match (used_clarabel, used_warm) {
-        (false, false) => "none",
-        (true, false) => "clarabel",
-        (false, true) => "warm",
-        (true, true) => "mixed",
+    rep.solver = match (used_clarabel, used_warm, used_socp) {
+        (false, false, false) => "none",
+        (true, false, false) => "clarabel",
+        (false, true, false) => "warm",
+        (false, false, true) => "clarabel_socp",
+        _ => "mixed",
     }
     .into();
 
-    // 4. Positions and the second half of the rotation.
-    for (k, b) in blocks.iter_mut().enumerate() {
-        if !b.active {
-            continue;
-        }
-        let (up, wp) = u_plus[k];
-        let dz = 0.5 * dt * (b.vel.z + up.z);
-        rep.gravity_work -= b.mass * params.gravity * dz;
-        b.pos += (b.vel + up) * (0.5 * dt);
-        b.vel = up;
-        let (rot, omega) = rotation::advance(params.rotation, half[k].0, wp, &b.inertia, 0.5 * dt);
-        b.rot = rot;
-        b.omega = omega;
+    // 4. Positions and the second half of the rotation (in parallel; gravity's work is
+    // summed afterwards in block order).
+    let work: Vec<Option<f64>> = blocks
+        .par_iter_mut()
+        .zip(u_plus.par_iter().zip(half.par_iter()))
+        .map(|(b, (&(up, wp), (half_rot, _)))| {
+            if !b.active {
+                return None;
+            }
+            let dz = 0.5 * dt * (b.vel.z + up.z);
+            b.pos += (b.vel + up) * (0.5 * dt);
+            b.vel = up;
+            let (rot, omega) =
+                rotation::advance(params.rotation, *half_rot, wp, &b.inertia, 0.5 * dt);
+            b.rot = rot;
+            b.omega = omega;
+            Some(b.mass * params.gravity * dz)
+        })
+        .collect();
+    for w in work.into_iter().flatten() {
+        rep.gravity_work -= w;
     }
     rep
 }

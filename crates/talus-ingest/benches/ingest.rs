@@ -9,6 +9,9 @@
 //! * `laspy`: `laspy.read` with the LazrsParallel backend, then x, y, z scaled to float64
 //!   arrays.
 //!
+//! The last column is the peak RSS of a fresh process that only runs the ingest of the
+//! file (default chunk of 1 M points, so the 10 M-point file is ten chunks).
+//!
 //! `TALUS_BENCH_POINTS` sets the point count (default 10 000 000); `TALUS_BENCH_KEEP=DIR`
 //! writes the generated files there and keeps them (e.g. to measure memory with the CLI).
 
@@ -127,7 +130,35 @@ fn laspy(path: &Path) -> Result<(f64, u64), String> {
     Ok((secs, n))
 }
 
+/// Peak resident memory of this process (VmHWM), MB.
+fn peak_rss_mb() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|kb| kb.parse::<f64>().ok())
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+/// Peak RSS of a fresh process that only ingests `path` (this binary re-run with
+/// `TALUS_BENCH_RSS_CHILD`), MB.
+fn child_peak_rss(path: &Path, out: &Path) -> Option<f64> {
+    let o = Command::new(std::env::current_exe().ok()?)
+        .env("TALUS_BENCH_RSS_CHILD", path)
+        .env("TALUS_BENCH_RSS_OUT", out)
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&o.stdout).lines().find_map(|l| l.strip_prefix("RSS ")?.parse().ok())
+}
+
 fn main() {
+    if let Some(input) = std::env::var_os("TALUS_BENCH_RSS_CHILD") {
+        let out = PathBuf::from(std::env::var_os("TALUS_BENCH_RSS_OUT").unwrap());
+        run(&Config::default(), &[PathBuf::from(input)], &out, &NoProgress).unwrap();
+        println!("RSS {}", peak_rss_mb());
+        return;
+    }
     let n: usize =
         std::env::var("TALUS_BENCH_POINTS").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000_000);
     let tmp = tempfile::tempdir().unwrap();
@@ -141,9 +172,9 @@ fn main() {
     );
     let config = Config::default();
     println!(
-        "| file | size MB | talus decode Mpts/s | talus ingest (to Parquet) Mpts/s | laspy+lazrs Mpts/s | decode / laspy | ingest / laspy |"
+        "| file | size MB | talus decode Mpts/s | talus ingest (to Parquet) Mpts/s | laspy+lazrs Mpts/s | decode / laspy | ingest / laspy | ingest peak RSS MB |"
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|");
     for ext in ["las", "laz"] {
         let path = dir.join(format!("bench.{ext}"));
         let t = Instant::now();
@@ -184,8 +215,9 @@ fn main() {
                 ("skipped".into(), "-".into(), "-".into())
             }
         };
+        let rss = child_peak_rss(&path, &out).map_or("-".into(), |m| format!("{m:.0}"));
         println!(
-            "| {ext} | {mb:.0} | {:.1} | {:.1} | {lp} | {ratio_d} | {ratio_i} |",
+            "| {ext} | {mb:.0} | {:.1} | {:.1} | {lp} | {ratio_d} | {ratio_i} | {rss} |",
             mpts(decode),
             mpts(ingest)
         );

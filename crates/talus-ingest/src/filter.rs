@@ -38,10 +38,10 @@ impl Prefilter {
 
     #[inline]
     pub fn passes(&self, x: f64, y: f64, z: f64, class: u8) -> bool {
-        if let Some(t) = &self.classes {
-            if !t[usize::from(class)] {
-                return false;
-            }
+        if let Some(t) = &self.classes
+            && !t[usize::from(class)]
+        {
+            return false;
         }
         match &self.bbox {
             Some(b) => b.contains(x, y, z),
@@ -135,7 +135,7 @@ impl Selector {
             self.rank += 1;
             keep.push(match &mut self.thin {
                 ThinState::None => true,
-                ThinState::Every(n) => r % *n == 0,
+                ThinState::Every(n) => r.is_multiple_of(*n),
                 ThinState::Grid { winners, next } => {
                     if winners.get(*next) == Some(&r) {
                         *next += 1;

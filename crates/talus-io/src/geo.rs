@@ -133,7 +133,7 @@ mod tests {
     #[test]
     fn polygon_round_trip() {
         let ring = vec![[0.0, 0.0], [1.0, 0.0], [1.0, 1.0]];
-        let wkb = wkb_polygon(&[ring.clone()]);
+        let wkb = wkb_polygon(std::slice::from_ref(&ring));
         let back = parse_wkb_polygons(&wkb).unwrap();
         assert_eq!(back[0][0].len(), 4);
         assert_eq!(back[0][0][..3], ring[..]);

@@ -7,7 +7,10 @@
 //! remaining cliff faces (mean horizontal normal of the post-event surface in the scar),
 //! as in the thesis (§6.2). They are placed by an exact dynamic programme over a lattice of
 //! strip and column positions that maximises the number of blocks whose every point lies
-//! in the void ([`pack`]); further size classes fill what is left. Reported: seeded volume
+//! in the void ([`pack`]); further size classes fill what is left. With the post-event
+//! TIN the simulation uses (`--terrain`), a column's floor is also at least the TIN's
+//! largest height over the column's footprint ([`void::TinFloor`], exact), so no block
+//! starts inside the terrain; the volume to fill stays the DoD's. Reported: seeded volume
 //! $N a b c$, volume to fill $V$ and fill fraction $N a b c / V$.
 //!
 //! The thesis's `size_N.data`/`position_N.data` files are read and written by [`thesis`].
@@ -55,7 +58,8 @@ pub struct Config {
     pub lattice: usize,
     /// Free space between neighbouring blocks, m.
     pub gap: f64,
-    /// Free space between the post-event surface and the lowest block of a column, m.
+    /// Free space between the post-event surface (the DoD's, and the terrain TIN's when
+    /// one is given) and the lowest block of a column, m.
     pub clearance: f64,
     /// Scar zones to fill (zone_id); empty = every zone of kind `scar`.
     pub zone_ids: Vec<i32>,
@@ -268,6 +272,20 @@ pub fn seed(
     path: &Path,
     progress: &dyn Progress,
 ) -> Result<Seeding, SeedError> {
+    seed_above(config, void, outline, None, path, progress)
+}
+
+/// Seed blocks into `void`, every block also above `terrain` (the post-event TIN the
+/// simulation will use) by at least `clearance`: a column's floor is at least the TIN's
+/// largest height over its footprint. The volume to fill stays the void's.
+pub fn seed_above(
+    config: &Config,
+    void: &Void,
+    outline: Option<&Outline>,
+    terrain: Option<&void::TinFloor>,
+    path: &Path,
+    progress: &dyn Progress,
+) -> Result<Seeding, SeedError> {
     config.validate()?;
     let cells = void.fillable.iter().filter(|f| **f).count();
     if cells == 0 {
@@ -305,7 +323,7 @@ pub fn seed(
                 gap: config.gap,
                 clearance: config.clearance,
             };
-            let b = pack::pave(&mut v, outline, &p, config.stacking, progress);
+            let b = pack::pave(&mut v, outline, terrain, &p, config.stacking, progress);
             classes.push(ClassCount { size, blocks: b.len() });
             blocks.extend(b);
         }
@@ -432,21 +450,40 @@ pub fn read_blocks(path: &Path) -> Result<(Vec<Block>, Vec<f64>), SeedError> {
     Ok((blocks, rho))
 }
 
-/// Run the stage: DoD + zones -> blocks file. With `export_thesis`, also write the
-/// blocks in the thesis's format into that directory.
+/// Run the stage: DoD + zones (+ the post-event TIN directory of `talus terrain`, which
+/// every block then clears) -> blocks file. With `export_thesis`, also write the blocks
+/// in the thesis's format into that directory.
 pub fn run(
     config: &Config,
     dod: &Path,
     zones: &Path,
+    terrain: Option<&Path>,
     out: &Path,
     export_thesis: Option<&Path>,
     progress: &dyn Progress,
 ) -> Result<Summary, SeedError> {
     config.validate()?;
     let (void, outline, crs) = read_void(config, dod, zones)?;
-    let s = seed(config, &void, Some(&outline), dod, progress)?;
+    let tin = match terrain {
+        Some(dir) => {
+            let tin = talus_terrain::export::read_tin(dir)?;
+            if tin.triangles.is_empty() {
+                return Err(SeedError::Input {
+                    path: dir.to_path_buf(),
+                    message: "the terrain has no triangle".into(),
+                });
+            }
+            Some(void::TinFloor::new(tin, 10.0))
+        }
+        None => None,
+    };
+    let s = seed_above(config, &void, Some(&outline), tin.as_ref(), dod, progress)?;
+    let mut inputs = vec![dod.to_path_buf(), zones.to_path_buf()];
+    if let Some(dir) = terrain {
+        inputs.extend([dir.join("vertices.parquet"), dir.join("triangles.parquet")]);
+    }
     let prov = Provenance::new("seed", env!("CARGO_PKG_VERSION"), config)
-        .with_inputs(&[dod, zones])?
+        .with_inputs(&inputs)?
         .with_crs(crs)
         .with_extra("talus:seed_summary", serde_json::to_string(&s.summary).unwrap_or_default());
     write_blocks(out, &s.blocks, config.density, prov)?;

@@ -12,7 +12,7 @@
 //! the optimum.
 
 use crate::boxes::Block;
-use crate::void::{Outline, Void};
+use crate::void::{Outline, TinFloor, Void};
 use nalgebra::{UnitQuaternion, Vector3};
 use rayon::prelude::*;
 
@@ -90,6 +90,7 @@ pub enum Stacking {
 pub fn pave(
     void: &mut Void,
     outline: Option<&Outline>,
+    terrain: Option<&TinFloor>,
     p: &Paving,
     stacking: Stacking,
     progress: &dyn talus_io::Progress,
@@ -145,7 +146,14 @@ pub fn pave(
             let row = (0..nu)
                 .map(|i| {
                     let ctr = centre(i, j);
-                    match v.column(ctr, e1, e2, half, TOL) {
+                    let col = v.column(ctr, e1, e2, half, TOL).map(|mut col| {
+                        // The simulation's terrain must not reach into the column.
+                        if let Some(top) = terrain.and_then(|t| t.max_over(ctr, e1, e2, half)) {
+                            col.floor = col.floor.max(top);
+                        }
+                        col
+                    });
+                    match col {
                         Some(col)
                             if col.ceiling - col.floor - p.clearance >= c - TOL
                                 && corners_inside(ctr) =>

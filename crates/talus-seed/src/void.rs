@@ -223,3 +223,120 @@ pub fn facing_azimuth(v: &Void) -> (f64, f64) {
     let (mx, my) = (sx / n as f64, sy / n as f64);
     (my.atan2(mx), (mx * mx + my * my).sqrt())
 }
+
+/// The post-event TIN as a floor: the largest height of the TIN over a block's footprint.
+/// The maximum of a piecewise-linear surface over a convex polygon is attained at a
+/// vertex of one of the (triangle ∩ polygon) polygons, so each triangle near the
+/// footprint is clipped to it (Sutherland-Hodgman) and its plane evaluated at the clipped
+/// polygon's vertices: exact, not sampled.
+#[derive(Debug, Clone)]
+pub struct TinFloor {
+    tin: talus_terrain::Tin,
+    origin: [f64; 2],
+    bucket: f64,
+    nx: usize,
+    ny: usize,
+    /// Triangles whose bounding box meets each bucket (row-major).
+    buckets: Vec<Vec<u32>>,
+}
+
+impl TinFloor {
+    /// Index the triangles of `tin` in square buckets of about `bucket` m.
+    pub fn new(tin: talus_terrain::Tin, bucket: f64) -> Self {
+        let (mut lo, mut hi) = ([f64::INFINITY; 2], [f64::NEG_INFINITY; 2]);
+        for v in &tin.vertices {
+            lo = [lo[0].min(v[0]), lo[1].min(v[1])];
+            hi = [hi[0].max(v[0]), hi[1].max(v[1])];
+        }
+        let bucket = bucket.max(1e-3);
+        let nx = (((hi[0] - lo[0]) / bucket).floor() as usize + 1).max(1);
+        let ny = (((hi[1] - lo[1]) / bucket).floor() as usize + 1).max(1);
+        let mut buckets = vec![Vec::new(); nx * ny];
+        for t in 0..tin.triangles.len() {
+            let (mut a, mut b) = ([f64::INFINITY; 2], [f64::NEG_INFINITY; 2]);
+            for k in 0..3 {
+                let v = tin.vertex(t, k);
+                a = [a[0].min(v[0]), a[1].min(v[1])];
+                b = [b[0].max(v[0]), b[1].max(v[1])];
+            }
+            let (c0, c1) = (((a[0] - lo[0]) / bucket) as usize, ((b[0] - lo[0]) / bucket) as usize);
+            let (r0, r1) = (((a[1] - lo[1]) / bucket) as usize, ((b[1] - lo[1]) / bucket) as usize);
+            for r in r0..=r1.min(ny - 1) {
+                for c in c0..=c1.min(nx - 1) {
+                    buckets[r * nx + c].push(t as u32);
+                }
+            }
+        }
+        TinFloor { tin, origin: lo, bucket, nx, ny, buckets }
+    }
+
+    /// Largest TIN height over the rectangle of centre `c`, unit axes `e1`, `e2` and half
+    /// sizes `h` (m); `None` where the TIN does not reach the rectangle.
+    pub fn max_over(&self, c: [f64; 2], e1: [f64; 2], e2: [f64; 2], h: [f64; 2]) -> Option<f64> {
+        let corner = |s1: f64, s2: f64| {
+            [
+                c[0] + s1 * h[0] * e1[0] + s2 * h[1] * e2[0],
+                c[1] + s1 * h[0] * e1[1] + s2 * h[1] * e2[1],
+            ]
+        };
+        let rect = [corner(-1.0, -1.0), corner(1.0, -1.0), corner(1.0, 1.0), corner(-1.0, 1.0)];
+        let ex = h[0] * e1[0].abs() + h[1] * e2[0].abs();
+        let ey = h[0] * e1[1].abs() + h[1] * e2[1].abs();
+        let cell = |v: f64, o: f64, n: usize| {
+            ((v - o) / self.bucket).floor().clamp(0.0, n as f64 - 1.0) as usize
+        };
+        if c[0] + ex < self.origin[0] || c[1] + ey < self.origin[1] {
+            return None;
+        }
+        let (c0, c1) =
+            (cell(c[0] - ex, self.origin[0], self.nx), cell(c[0] + ex, self.origin[0], self.nx));
+        let (r0, r1) =
+            (cell(c[1] - ey, self.origin[1], self.ny), cell(c[1] + ey, self.origin[1], self.ny));
+        let mut seen = std::collections::HashSet::new();
+        let mut top: Option<f64> = None;
+        for r in r0..=r1 {
+            for cc in c0..=c1 {
+                for &t in &self.buckets[r * self.nx + cc] {
+                    if !seen.insert(t) {
+                        continue;
+                    }
+                    let t = t as usize;
+                    let tri: Vec<[f64; 2]> = (0..3)
+                        .map(|k| [self.tin.vertex(t, k)[0], self.tin.vertex(t, k)[1]])
+                        .collect();
+                    for p in clip_convex(&tri, &rect) {
+                        let z = self.tin.plane_z(t, p[0], p[1]);
+                        top = Some(top.map_or(z, |m: f64| m.max(z)));
+                    }
+                }
+            }
+        }
+        top
+    }
+}
+
+/// Sutherland-Hodgman clipping of a convex polygon by a counter-clockwise convex polygon.
+fn clip_convex(poly: &[[f64; 2]], clip: &[[f64; 2]; 4]) -> Vec<[f64; 2]> {
+    let mut out = poly.to_vec();
+    for k in 0..clip.len() {
+        if out.is_empty() {
+            break;
+        }
+        let (a, b) = (clip[k], clip[(k + 1) % clip.len()]);
+        // Signed distance (scaled) to the left of a → b: inside when >= 0.
+        let side = |p: &[f64; 2]| (b[0] - a[0]) * (p[1] - a[1]) - (b[1] - a[1]) * (p[0] - a[0]);
+        let input = std::mem::take(&mut out);
+        for i in 0..input.len() {
+            let (p, q) = (input[i], input[(i + 1) % input.len()]);
+            let (sp, sq) = (side(&p), side(&q));
+            if sp >= 0.0 {
+                out.push(p);
+            }
+            if (sp >= 0.0) != (sq >= 0.0) {
+                let t = sp / (sp - sq);
+                out.push([p[0] + t * (q[0] - p[0]), p[1] + t * (q[1] - p[1])]);
+            }
+        }
+    }
+    out
+}

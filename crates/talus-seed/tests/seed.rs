@@ -277,9 +277,16 @@ fn stage_reads_the_diff_and_writes_geoparquet_blocks() {
     let (dod, zones) = write_diff(dir.path(), &v, &rect, "scar");
     let out = dir.path().join("blocks.parquet");
     let config = Config { size: [4.0, 3.0, 5.0], azimuth: Some(0.0), ..Config::default() };
-    let s =
-        talus_seed::run(&config, &dod, &zones, &out, Some(&dir.path().join("thesis")), &NoProgress)
-            .unwrap();
+    let s = talus_seed::run(
+        &config,
+        &dod,
+        &zones,
+        None,
+        &out,
+        Some(&dir.path().join("thesis")),
+        &NoProgress,
+    )
+    .unwrap();
     assert_eq!((s.blocks, s.fill_fraction), (12, 1.0));
     let t = talus_io::read_table(&out, &talus_schema::blocks::schema()).unwrap();
     assert_eq!(t.num_rows(), 12);
@@ -301,8 +308,98 @@ fn stage_reads_the_diff_and_writes_geoparquet_blocks() {
         write_diff(&d, &v, &rect, "deposit")
     };
     let out2 = dir.path().join("blocks2.parquet");
-    let e =
-        talus_seed::run(&config, &dod2, &zones2, &out2, None, &NoProgress).unwrap_err().to_string();
+    let e = talus_seed::run(&config, &dod2, &zones2, None, &out2, None, &NoProgress)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("zones.parquet") && e.contains("scar"), "{e}");
     assert!(!out2.exists());
+}
+
+/// Largest height of the TIN over a block's footprint, estimated independently of the
+/// seeding code: TIN vertices inside the footprint and a dense 81 x 81 sample of it.
+fn tin_top_under(tin: &talus_terrain::Tin, b: &Block) -> f64 {
+    let az = b.orientation.euler_angles().2;
+    let (e1, e2) = ([az.cos(), az.sin()], [-az.sin(), az.cos()]);
+    let (h1, h2) = (0.5 * b.size[0], 0.5 * b.size[1]);
+    let mut top = f64::NEG_INFINITY;
+    for v in &tin.vertices {
+        let d = [v[0] - b.centre[0], v[1] - b.centre[1]];
+        if (d[0] * e1[0] + d[1] * e1[1]).abs() <= h1 && (d[0] * e2[0] + d[1] * e2[1]).abs() <= h2 {
+            top = top.max(v[2]);
+        }
+    }
+    for i in 0..=80 {
+        for j in 0..=80 {
+            let (s, t) = (i as f64 / 40.0 - 1.0, j as f64 / 40.0 - 1.0);
+            let x = b.centre[0] + s * h1 * e1[0] + t * h2 * e2[0];
+            let y = b.centre[1] + s * h1 * e1[1] + t * h2 * e2[1];
+            if let Some(z) = tin.interpolate(x, y) {
+                top = top.max(z);
+            }
+        }
+    }
+    top
+}
+
+#[test]
+fn blocks_clear_the_post_event_tin() {
+    // DoD floor flat at 100 m, ceiling 125 m (4 blocks of 6 m per column); the TIN is
+    // 0.4 m above the DoD floor, with two humps (3 and 2.2 m) the DoD grid misses: the
+    // columns over a hump hold 3 blocks.
+    let grid = GridGeometry { x0: 0.0, y0: 0.0, cell: 2.0, nx: 20, ny: 20 };
+    let rect = [[2.0, 2.0], [38.0, 2.0], [38.0, 38.0], [2.0, 38.0]];
+    let (v, o) = make_void(grid, |_, _| 125.0, |_, _| 100.0, &rect);
+    let mut pts = Vec::new();
+    for i in 0..=16 {
+        for j in 0..=16 {
+            let (x, y) = (i as f64 * 2.5, j as f64 * 2.5);
+            pts.push([x, y, 100.4]);
+        }
+    }
+    pts.push([21.3, 17.1, 103.0]);
+    pts.push([9.1, 30.7, 102.2]);
+    let tin = talus_terrain::Tin::delaunay(pts).unwrap();
+    let floor = talus_seed::void::TinFloor::new(tin.clone(), 7.0);
+    for azimuth in [0.0, 30.0] {
+        let config = Config {
+            size: [4.0, 3.0, 6.0],
+            azimuth: Some(azimuth),
+            clearance: 0.01,
+            ..Config::default()
+        };
+        let plain = seed(&config, &v, Some(&o), Path::new("dod"), &NoProgress).unwrap();
+        let below = plain
+            .blocks
+            .iter()
+            .filter(|b| b.centre[2] - 0.5 * b.size[2] < tin_top_under(&tin, b))
+            .count();
+        assert!(below > 0, "the DoD floor alone already clears the TIN: the test proves nothing");
+        let s = talus_seed::seed_above(
+            &config,
+            &v,
+            Some(&o),
+            Some(&floor),
+            Path::new("dod"),
+            &NoProgress,
+        )
+        .unwrap();
+        assert_eq!(s.summary.volume_to_fill, plain.summary.volume_to_fill);
+        assert_disjoint(&s.blocks);
+        assert_corners_inside(&s.blocks, &v, &o);
+        for (k, b) in s.blocks.iter().enumerate() {
+            let bottom = b.centre[2] - 0.5 * b.size[2];
+            let top = tin_top_under(&tin, b);
+            assert!(
+                bottom >= top + 0.01 - 1e-9,
+                "block {k}: bottom {bottom} below the TIN ({top})"
+            );
+        }
+        // The humps cost a block per column over them; elsewhere columns keep 4.
+        assert!(s.blocks.len() < plain.blocks.len() && s.blocks.len() + 20 > plain.blocks.len());
+        println!(
+            "azimuth {azimuth}°: {} blocks ({} without the TIN)",
+            s.blocks.len(),
+            plain.blocks.len()
+        );
+    }
 }

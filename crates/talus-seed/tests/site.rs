@@ -37,6 +37,17 @@ fn truth_void() -> Option<Void> {
     Some(v)
 }
 
+/// Upper bound of the fill by blocks of height `c` standing vertically, whatever their
+/// footprint and paving: each cell column of height h holds at most ⌊h/c⌋ c of them.
+fn vertical_stack_bound(v: &Void, c: f64) -> f64 {
+    let a = v.grid.cell * v.grid.cell;
+    let stacked: f64 = (0..v.fillable.len())
+        .filter(|&i| v.fillable[i])
+        .map(|i| (v.thickness(i).max(0.0) / c).floor() * c * a)
+        .sum();
+    stacked / v.volume()
+}
+
 #[test]
 fn thesis_block_sizes_on_the_synthetic_scar() {
     let Some(v) = truth_void() else { return };
@@ -50,11 +61,17 @@ fn thesis_block_sizes_on_the_synthetic_scar() {
     {
         let config = Config { size, ..Config::default() };
         let s = seed(&config, &v, None, &PathBuf::from("truth.parquet"), &NoProgress).unwrap();
+        let bound = vertical_stack_bound(&v, size[2]);
         println!(
-            "{size:?}: {} blocks (thesis {thesis_blocks}), fill {:.3} (thesis {thesis_fill}), azimuth {:.1}°",
+            "{size:?}: {} blocks (thesis {thesis_blocks}), fill {:.3} (thesis {thesis_fill}), \
+             vertical-stacking bound {bound:.3}, azimuth {:.1}°",
             s.summary.blocks, s.summary.fill_fraction, s.summary.azimuth_deg
         );
-        // Measured 0.362 for the 435-block size: far below the thesis 90 % (see report).
-        assert!(s.summary.fill_fraction > 0.3);
+        // No paving of vertical blocks can beat the per-cell stacking bound. On the
+        // shipped scar (a wedge 0-54 m thick, mean 22.6 m: 1.4-1.8 block heights) that
+        // bound is 0.70 / 0.74, below the thesis's 0.90 / 0.96 (see the seed README
+        // notes); measured 0.362 / 0.449.
+        assert!(s.summary.fill_fraction <= bound + 1e-9);
+        assert!(s.summary.fill_fraction > 0.35, "{}", s.summary.fill_fraction);
     }
 }

@@ -106,8 +106,9 @@ pub struct Config {
     pub max_error: Option<f64>,
     /// Cell size of grid thinning, m (`grid`; if none, chosen from `max_vertices`).
     pub grid_cell: Option<f64>,
-    /// Greedy insertion: left-out points farther than this outside the mesh are inserted
-    /// whatever their vertical error, m (so the mesh reaches the data's hull).
+    /// Greedy insertion starts from the data's convex hull thinned by Douglas-Peucker
+    /// with this tolerance, m: every point lies inside the mesh or within this distance
+    /// of its edge.
     pub hull_tolerance: f64,
     /// Also write `terrain.obj` (Wavefront) beside `terrain.ply`.
     pub obj: bool,

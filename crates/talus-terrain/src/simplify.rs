@@ -1,13 +1,17 @@
 //! Resolution control.
 //!
-//! * Greedy error-driven insertion (Garland & Heckbert's "greedy insertion", in rounds):
-//!   start from the extreme points, triangulate, measure the vertical error
-//!   `e_i = |z_i - z_TIN(x_i, y_i)|` of every point left out, insert in each triangle the
-//!   point of largest error (largest first, up to the vertex budget) and repeat until
-//!   `max_i e_i <= max_error` or the budget is spent. Points outside the current hull by
-//!   more than `hull_tolerance` count as infinitely wrong, so the mesh grows to the hull.
-//!   Inserting one point per triangle per round (rather than one per iteration) keeps the
-//!   cost at O(n log n) with a batch Delaunay triangulator; the stopping rule is the same.
+//! * Greedy error-driven insertion (Garland & Heckbert's "greedy insertion", batched):
+//!   start from the convex hull of the points, thinned by Douglas-Peucker with tolerance
+//!   `hull_tolerance` (so every point lies inside the mesh or within that distance of it),
+//!   triangulate, measure the vertical error `e_i = |z_i - z_TIN(x_i, y_i)|` of every
+//!   point left out, and insert, in every triangle whose worst point has
+//!   `e > max_error` and `e >= ½ E` (E = the largest error over the whole mesh), that worst
+//!   point; largest first, up to the vertex budget. Points outside the thinned hull are
+//!   measured against the plane of the nearest hull triangle, so the thin triangles along
+//!   the hull fit the data beside them. Repeat until `E <= max_error` or the
+//!   budget is spent. The ½ E rule keeps each batch to the points a one-at-a-time greedy
+//!   would insert next (it always inserts the current worst point), while re-triangulating
+//!   only once per batch; the stopping rule is the sequential algorithm's.
 //! * Grid thinning: one point per square cell (the one nearest the cell centre); with a
 //!   vertex budget the cell size is bisected to the smallest size meeting it.
 
@@ -28,53 +32,25 @@ pub struct Misfit {
     pub outside: usize,
 }
 
-/// Where a left-out point stands with respect to a TIN.
-enum Place {
-    Inside(usize, f64),
-    /// Outside: the hull triangle the walk left through, the distance outside, the error
-    /// against that triangle's plane.
-    Outside(usize, f64, f64),
-}
-
-fn place(tin: &Tin, p: &[f64; 3], hint: usize) -> Place {
-    match tin.locate(p[0], p[1], hint) {
-        Ok(t) => Place::Inside(t, (p[2] - tin.plane_z(t, p[0], p[1])).abs()),
-        Err(t) => {
-            let mut dist: f64 = 0.0;
-            for k in 0..3 {
-                if tin.neighbours[t][k] != NONE {
-                    continue;
-                }
-                let (a, b) = (tin.vertex(t, k), tin.vertex(t, (k + 1) % 3));
-                let o = orient2d(
-                    Coord { x: a[0], y: a[1] },
-                    Coord { x: b[0], y: b[1] },
-                    Coord { x: p[0], y: p[1] },
-                );
-                let len = ((b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2)).sqrt();
-                if o < 0.0 {
-                    dist = dist.max(-o / len);
-                }
-            }
-            Place::Outside(t, dist, (p[2] - tin.plane_z(t, p[0], p[1])).abs())
-        }
-    }
-}
-
 /// Vertical misfit of `points[i]` for every `i` with `!skip[i]`.
 pub fn misfit(tin: &Tin, points: &[[f64; 3]], skip: &[bool]) -> Misfit {
     let mut m = Misfit::default();
     let mut sum2 = 0.0;
     let mut hint = 0;
-    for (p, _) in points.iter().zip(skip).filter(|(_, s)| !**s) {
-        match place(tin, p, hint) {
-            Place::Inside(t, e) => {
+    for i in spatial_order(points) {
+        let (p, s) = (&points[i as usize], skip[i as usize]);
+        if s {
+            continue;
+        }
+        match tin.locate(p[0], p[1], hint) {
+            Ok(t) => {
                 hint = t;
+                let e = (p[2] - tin.plane_z(t, p[0], p[1])).abs();
                 m.max_error = m.max_error.max(e);
                 sum2 += e * e;
                 m.measured += 1;
             }
-            Place::Outside(t, _, _) => {
+            Err(t) => {
                 hint = t;
                 m.outside += 1;
             }
@@ -84,42 +60,212 @@ pub fn misfit(tin: &Tin, points: &[[f64; 3]], skip: &[bool]) -> Misfit {
     m
 }
 
-/// Indices of a non-degenerate starting set: the extreme points along x ± y, plus the
-/// point farthest from their line if they are collinear.
-fn initial_set(points: &[[f64; 3]]) -> Result<Vec<usize>, TinError> {
-    let arg = |f: &dyn Fn(&[f64; 3]) -> f64, max: bool| {
-        let mut best = 0;
-        for (i, p) in points.iter().enumerate() {
-            let (v, b) = (f(p), f(&points[best]));
-            if (max && v > b) || (!max && v < b) {
-                best = i;
+/// How far (x, y) `p` lies outside the hull edges of triangle `t`, m (0 if on their
+/// inner side).
+fn outside_distance(tin: &Tin, t: usize, p: &[f64; 3]) -> f64 {
+    let mut dist: f64 = 0.0;
+    for k in 0..3 {
+        if tin.neighbours[t][k] != NONE {
+            continue;
+        }
+        let (a, b) = (tin.vertex(t, k), tin.vertex(t, (k + 1) % 3));
+        let o = orient2d(
+            Coord { x: a[0], y: a[1] },
+            Coord { x: b[0], y: b[1] },
+            Coord { x: p[0], y: p[1] },
+        );
+        if o < 0.0 {
+            dist = dist.max(-o / ((b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2)).sqrt());
+        }
+    }
+    dist
+}
+
+/// Convex hull of the points (counter-clockwise indices, collinear points dropped),
+/// Andrew's monotone chain with exact orientation.
+fn convex_hull(points: &[[f64; 3]]) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..points.len()).collect();
+    idx.sort_by(|&i, &j| {
+        points[i][0].total_cmp(&points[j][0]).then(points[i][1].total_cmp(&points[j][1]))
+    });
+    let turn = |o: usize, a: usize, b: usize| {
+        orient2d(
+            Coord { x: points[o][0], y: points[o][1] },
+            Coord { x: points[a][0], y: points[a][1] },
+            Coord { x: points[b][0], y: points[b][1] },
+        )
+    };
+    let mut hull: Vec<usize> = Vec::new();
+    for pass in 0..2 {
+        let start = hull.len();
+        let order: Box<dyn Iterator<Item = &usize>> =
+            if pass == 0 { Box::new(idx.iter()) } else { Box::new(idx.iter().rev()) };
+        for &i in order {
+            while hull.len() >= start + 2
+                && turn(hull[hull.len() - 2], hull[hull.len() - 1], i) <= 0.0
+            {
+                hull.pop();
+            }
+            hull.push(i);
+        }
+        hull.pop();
+    }
+    hull
+}
+
+/// Distance from `p` to the segment `a b` in (x, y), m.
+fn segment_distance(p: &[f64; 3], a: &[f64; 3], b: &[f64; 3]) -> f64 {
+    let (dx, dy) = (b[0] - a[0], b[1] - a[1]);
+    let l2 = dx * dx + dy * dy;
+    let t = if l2 > 0.0 {
+        (((p[0] - a[0]) * dx + (p[1] - a[1]) * dy) / l2).clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    ((a[0] + t * dx - p[0]).powi(2) + (a[1] + t * dy - p[1]).powi(2)).sqrt()
+}
+
+/// How badly `p` fits the chord `a b` of the boundary: its (x, y) distance outside the
+/// chord (on the right of a → b) over `tol`, or its height misfit against the chord's
+/// linear interpolation over `ztol`, whichever is larger (> 1: the chord does not do).
+fn chord_misfit(p: &[f64; 3], a: &[f64; 3], b: &[f64; 3], tol: f64, ztol: f64) -> f64 {
+    let (dx, dy) = (b[0] - a[0], b[1] - a[1]);
+    let l2 = dx * dx + dy * dy;
+    if l2 <= 0.0 {
+        return f64::INFINITY;
+    }
+    let t = (((p[0] - a[0]) * dx + (p[1] - a[1]) * dy) / l2).clamp(0.0, 1.0);
+    let cross = dx * (p[1] - a[1]) - dy * (p[0] - a[0]);
+    let out = (-cross).max(0.0) / l2.sqrt();
+    let z = (p[2] - (a[2] + t * (b[2] - a[2]))).abs();
+    let zterm = if ztol.is_finite() { z / ztol.max(f64::MIN_POSITIVE) } else { 0.0 };
+    let xyterm = if tol > 0.0 {
+        out / tol
+    } else if out > 0.0 {
+        f64::INFINITY
+    } else {
+        0.0
+    };
+    xyterm.max(zterm)
+}
+
+/// Douglas-Peucker on the chain `ring[i..=j]` with [`chord_misfit`]: marks the vertices
+/// to keep.
+fn douglas_peucker(
+    points: &[[f64; 3]],
+    ring: &[usize],
+    (i, j): (usize, usize),
+    (tol, ztol): (f64, f64),
+    keep: &mut [bool],
+) {
+    if j <= i + 1 {
+        return;
+    }
+    let (a, b) = (&points[ring[i]], &points[ring[j]]);
+    let (mut far, mut worst) = (i, 0.0);
+    for (k, &r) in ring.iter().enumerate().take(j).skip(i + 1) {
+        let m = chord_misfit(&points[r], a, b, tol, ztol);
+        if m > worst {
+            (far, worst) = (k, m);
+        }
+    }
+    if worst > 1.0 {
+        keep[far] = true;
+        douglas_peucker(points, ring, (i, far), (tol, ztol), keep);
+        douglas_peucker(points, ring, (far, j), (tol, ztol), keep);
+    }
+}
+
+/// Starting set of the greedy insertion: a boundary polygon through the points within
+/// `tol` (m) of the convex hull, ordered along it and thinned by Douglas-Peucker so that
+/// every point lies inside the polygon or within `tol` of it, and (when `ztol` is finite)
+/// every boundary-band point is within `ztol` (m) in height of the boundary edge beside it
+/// (so the long thin triangles along the boundary fit the data). Every convex-hull vertex
+/// is in the band, so a chord that passes the test cuts off no point deeper than `tol`.
+fn initial_set(points: &[[f64; 3]], tol: f64, ztol: f64) -> Result<Vec<usize>, TinError> {
+    let hull = convex_hull(points);
+    if hull.len() < 3 {
+        return Err(TinError::Collinear(points.len()));
+    }
+    let h = hull.len();
+    let edges: Vec<(&[f64; 3], &[f64; 3])> =
+        (0..h).map(|k| (&points[hull[k]], &points[hull[(k + 1) % h]])).collect();
+    let mut start = vec![0.0; h + 1];
+    for k in 0..h {
+        let (a, b) = edges[k];
+        start[k + 1] = start[k] + ((b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2)).sqrt();
+    }
+    // Band points with their position along the hull perimeter (nearest edge).
+    let mut band: Vec<(f64, usize)> = Vec::new();
+    for (i, p) in points.iter().enumerate() {
+        let (mut best, mut at) = (f64::INFINITY, 0.0);
+        for (k, (a, b)) in edges.iter().enumerate() {
+            let d = segment_distance(p, a, b);
+            if d < best {
+                let (dx, dy) = (b[0] - a[0], b[1] - a[1]);
+                let l = (dx * dx + dy * dy).sqrt();
+                let t = if l > 0.0 { ((p[0] - a[0]) * dx + (p[1] - a[1]) * dy) / l } else { 0.0 };
+                (best, at) = (d, start[k] + t.clamp(0.0, l));
             }
         }
-        best
-    };
-    let mut set = vec![
-        arg(&|p| p[0] + p[1], false),
-        arg(&|p| p[0] + p[1], true),
-        arg(&|p| p[0] - p[1], false),
-        arg(&|p| p[0] - p[1], true),
-    ];
+        if best <= tol {
+            band.push((at, i));
+        }
+    }
+    band.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
+    // Start the ring at the first hull vertex, split it at the band point farthest from it.
+    let first = band.iter().position(|b| b.1 == hull[0]).unwrap_or(0);
+    band.rotate_left(first);
+    let mut ring: Vec<usize> = band.iter().map(|b| b.1).collect();
+    let p0 = points[ring[0]];
+    let d0 = |i: usize| (points[i][0] - p0[0]).powi(2) + (points[i][1] - p0[1]).powi(2);
+    let far = (1..ring.len()).max_by(|&a, &b| d0(ring[a]).total_cmp(&d0(ring[b]))).unwrap_or(1);
+    ring.push(ring[0]);
+    let mut keep = vec![false; ring.len()];
+    keep[0] = true;
+    keep[far] = true;
+    douglas_peucker(points, &ring, (0, far), (tol, ztol), &mut keep);
+    douglas_peucker(points, &ring, (far, ring.len() - 1), (tol, ztol), &mut keep);
+    let mut set: Vec<usize> = (0..ring.len() - 1).filter(|&k| keep[k]).map(|k| ring[k]).collect();
+    if set.len() < 3 {
+        // A thin input: add the hull vertex farthest from the chord.
+        let (a, b) = (&points[set[0]], &points[set[set.len() - 1]]);
+        let third = hull
+            .iter()
+            .copied()
+            .filter(|i| !set.contains(i))
+            .max_by(|&i, &j| {
+                segment_distance(&points[i], a, b).total_cmp(&segment_distance(&points[j], a, b))
+            })
+            .ok_or(TinError::Collinear(points.len()))?;
+        set.push(third);
+    }
     set.sort_unstable();
     set.dedup();
-    let (a, b) = (points[set[0]], points[*set.last().unwrap_or(&0)]);
-    let off = |p: &[f64; 3]| {
-        orient2d(Coord { x: a[0], y: a[1] }, Coord { x: b[0], y: b[1] }, Coord { x: p[0], y: p[1] })
-            .abs()
-    };
-    if set.len() < 3 || set.iter().all(|&i| off(&points[i]) == 0.0) {
-        let far = arg(&|p| off(p), true);
-        if off(&points[far]) == 0.0 {
-            return Err(TinError::Collinear(points.len()));
-        }
-        set.push(far);
-        set.sort_unstable();
-        set.dedup();
-    }
     Ok(set)
+}
+
+/// A visiting order of the points in which neighbours follow each other (serpentine rows),
+/// so that the point-location walks from one point to the next are short.
+fn spatial_order(points: &[[f64; 3]]) -> Vec<u32> {
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for p in points {
+        lo = lo.min(p[1]);
+        hi = hi.max(p[1]);
+    }
+    let rows = ((points.len() as f64).sqrt() / 4.0).ceil().max(1.0);
+    let h = ((hi - lo) / rows).max(f64::MIN_POSITIVE);
+    let row = |p: &[f64; 3]| ((p[1] - lo) / h).floor() as i64;
+    let mut order: Vec<u32> = (0..points.len() as u32).collect();
+    order.sort_by(|&i, &j| {
+        let (p, q) = (&points[i as usize], &points[j as usize]);
+        let (rp, rq) = (row(p), row(q));
+        rp.cmp(&rq).then_with(|| {
+            let c = p[0].total_cmp(&q[0]);
+            if rp % 2 == 0 { c } else { c.reverse() }
+        })
+    });
+    order
 }
 
 /// Outcome of a simplification.
@@ -134,8 +280,10 @@ fn tin_of(points: &[[f64; 3]], chosen: &[bool]) -> Result<Tin, TinError> {
     Tin::delaunay(points.iter().zip(chosen).filter(|(_, c)| **c).map(|(p, _)| *p).collect())
 }
 
-/// Greedy error-driven insertion until every left-out point is within `max_error` (m) of
-/// the TIN, or the TIN has `max_vertices` vertices. `points` must be free of duplicates.
+/// Greedy error-driven insertion until every left-out point inside the mesh is within
+/// `max_error` (m) of the TIN, or the TIN has `max_vertices` vertices. The mesh starts
+/// from the convex hull thinned to `hull_tolerance` (m); if that hull alone exceeds the
+/// budget it is the result. `points` must be free of duplicates.
 pub fn greedy(
     points: &[[f64; 3]],
     max_vertices: Option<usize>,
@@ -150,45 +298,66 @@ pub fn greedy(
     let threshold = max_error.unwrap_or(0.0);
     let mut chosen = vec![false; points.len()];
     let mut count = 0;
-    for i in initial_set(points)? {
+    for i in initial_set(points, hull_tolerance, max_error.unwrap_or(f64::INFINITY))? {
         chosen[i] = true;
         count += 1;
     }
-    progress.start("greedy TIN", budget.min(points.len()) as u64);
+    let order = spatial_order(points);
+    progress.start("greedy TIN", budget as u64);
     progress.inc(count as u64);
     let mut rounds = 0;
     loop {
         rounds += 1;
         let tin = tin_of(points, &chosen)?;
-        // Per triangle, the worst point: (outside-far?, error, index); ties -> lower index.
-        let mut worst: Vec<(bool, f64, u32)> = vec![(false, -1.0, u32::MAX); tin.triangles.len()];
+        // Per triangle, the worst left-out point inside it: (error, index); ties -> lower
+        // index. Points outside the thinned hull (within hull_tolerance) are not measured.
+        let mut worst: Vec<(f64, u32)> = vec![(-1.0, u32::MAX); tin.triangles.len()];
         let mut hint = 0;
-        for (i, p) in points.iter().enumerate() {
-            if chosen[i] {
+        for &i in &order {
+            if chosen[i as usize] {
                 continue;
             }
-            let (t, key) = match place(&tin, p, hint) {
-                Place::Inside(t, e) => (t, (false, e)),
-                Place::Outside(t, d, e) => {
-                    (t, if d > hull_tolerance { (true, d) } else { (false, e) })
+            let p = &points[i as usize];
+            match tin.locate(p[0], p[1], hint) {
+                Ok(t) => {
+                    hint = t;
+                    let e = (p[2] - tin.plane_z(t, p[0], p[1])).abs();
+                    let w = &mut worst[t];
+                    if e > w.0 || (e == w.0 && i < w.1) {
+                        *w = (e, i);
+                    }
                 }
-            };
-            hint = t;
-            let w = &mut worst[t];
-            if (key.0, key.1) > (w.0, w.1) {
-                *w = (key.0, key.1, i as u32);
+                Err(t) => {
+                    // Outside the thinned hull (by at most hull_tolerance): measured against
+                    // the plane of the hull triangle the walk left through, so that the
+                    // long thin triangles along the hull fit the data beside them.
+                    hint = t;
+                    let e = if outside_distance(&tin, t, p) > hull_tolerance + 1e-9 {
+                        f64::INFINITY
+                    } else {
+                        (p[2] - tin.plane_z(t, p[0], p[1])).abs()
+                    };
+                    let w = &mut worst[t];
+                    if e > w.0 || (e == w.0 && i < w.1) {
+                        *w = (e, i);
+                    }
+                }
             }
         }
-        let mut picks: Vec<(bool, f64, u32)> =
-            worst.into_iter().filter(|w| w.2 != u32::MAX && (w.0 || w.1 > threshold)).collect();
-        if picks.is_empty() || count >= budget {
+        let top = worst.iter().map(|w| w.0).fold(0.0, f64::max);
+        if top <= threshold || count >= budget {
             progress.finish();
             let misfit = misfit(&tin, points, &chosen);
             return Ok(Simplified { tin, misfit, rounds });
         }
-        picks.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.total_cmp(&a.1)).then(a.2.cmp(&b.2)));
+        let cut = 0.5 * top;
+        let mut picks: Vec<(f64, u32)> = worst
+            .into_iter()
+            .filter(|w| w.1 != u32::MAX && w.0 > threshold && w.0 >= cut)
+            .collect();
+        picks.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         picks.truncate(budget - count);
-        for &(_, _, i) in &picks {
+        for &(_, i) in &picks {
             chosen[i as usize] = true;
         }
         count += picks.len();

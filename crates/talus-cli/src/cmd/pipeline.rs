@@ -405,10 +405,16 @@ pub fn plan_in(site: &SiteFile, site_path: &Path, layout: &Layout) -> Vec<Stage>
             p(&dod),
             "--zones".into(),
             p(&zones),
+            "--terrain".into(),
+            p(&terrain),
             "--out".into(),
             p(&seed_blocks),
         ]),
-        inputs: vec![dod.clone(), zones.clone()],
+        inputs: {
+            let mut v = vec![dod.clone(), zones.clone()];
+            v.extend(files(&terrain, &["vertices.parquet", "triangles.parquet"]));
+            v
+        },
         outputs: vec![seed_blocks.clone()],
         output_dirs: vec![],
     });

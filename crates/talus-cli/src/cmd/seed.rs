@@ -17,6 +17,11 @@ pub struct Args {
     /// Zones of `talus diff` (the `scar` zones are filled).
     #[arg(long, value_name = "ZONES.parquet")]
     pub zones: Option<PathBuf>,
+    /// Terrain directory of `talus terrain` (vertices/triangles.parquet): every block is
+    /// placed above this post-event TIN (plus `clearance`), so the run starts without
+    /// block-terrain overlap.
+    #[arg(long, value_name = "DIR", conflicts_with = "thesis_dir")]
+    pub terrain: Option<PathBuf>,
     /// Output blocks table.
     #[arg(long, value_name = "BLOCKS.parquet")]
     pub out: PathBuf,
@@ -59,8 +64,15 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
         return Err("talus seed needs --dod and --zones (or --thesis-dir and --thesis-n)".into());
     };
     let progress = crate::progress::Bars::new(ctx.quiet);
-    let s =
-        talus_seed::run(&config, dod, zones, &args.out, args.export_thesis.as_deref(), &progress)?;
+    let s = talus_seed::run(
+        &config,
+        dod,
+        zones,
+        args.terrain.as_deref(),
+        &args.out,
+        args.export_thesis.as_deref(),
+        &progress,
+    )?;
     if s.crossing_cells > 0 {
         ctx.say(format!(
             "warning: the post-event surface is above the pre-event one in {} of {} scar cells (counted as empty)",

@@ -1,0 +1,166 @@
+//! Cost of Coulomb friction (issue 8): the thesis heap N = 1000 (`size_1000.data`,
+//! `position_1000.data`), the same steps run three times from the same initial state:
+//! the frictionless QP with Clarabel, the frictionless QP with the warm solver (the fast
+//! path), and with friction (μ = 0.6 block–block, 0.7 block–ground), whose islands are
+//! second-order-cone programs solved by Clarabel. Prints wall time per step split by phase,
+//! contacts per step and the ratios SOCP / QP (per step and per contact).
+//!
+//! `cargo bench -p talus-engine --bench friction [-- STEPS [WARMUP]]` (default 300 steps
+//! timed after 700 frictionless steps that bring the thrown blocks down into a heap).
+//! Environment: TALUS_THESIS_DIR (default ../shared/data/thesis-granular beside the repository).
+
+use nalgebra::{Matrix3, Rotation3, UnitQuaternion, Vector3};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use talus_engine::body::Block;
+use talus_engine::config::{Config, Kappa, PlaneConfig, SolverConfig};
+use talus_engine::files::statics;
+use talus_engine::friction::{FrictionConfig, FrictionLaw};
+use talus_engine::sim::Simulation;
+
+fn numbers(path: &Path) -> Vec<Vec<f64>> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.split_whitespace().filter_map(|t| t.parse::<f64>().ok()).collect())
+        .collect()
+}
+
+fn thesis_blocks(dir: &Path, n: usize) -> Vec<Block> {
+    let sizes = numbers(&dir.join(format!("size_{n}.data")));
+    let pos = numbers(&dir.join(format!("position_{n}.data")));
+    (0..n)
+        .map(|k| {
+            let v =
+                |r: usize| Vector3::new(pos[6 * k + r][0], pos[6 * k + r][1], pos[6 * k + r][2]);
+            let m = Matrix3::from_columns(&[v(3), v(4), v(5)]);
+            let rot = UnitQuaternion::from_rotation_matrix(&Rotation3::from_matrix(&m));
+            let s = &sizes[k];
+            let mut b = Block::new(k as u32, s[0], s[1], s[2], 5000.0, v(0), rot);
+            b.vel = v(1);
+            b.omega = v(2);
+            b
+        })
+        .collect()
+}
+
+#[derive(Default)]
+struct Row {
+    wall: f64,
+    detect: f64,
+    assembly: f64,
+    solve: f64,
+    contacts: f64,
+    iterations: f64,
+    socp_steps: u64,
+}
+
+fn bench(blocks: Vec<Block>, steps: u64, solver: SolverConfig, friction: FrictionConfig) -> Row {
+    let config = Config {
+        dt: 1e-3,
+        steps: Some(steps),
+        gravity: 9.80665,
+        kappa: Kappa::Thesis { factor: 0.5 },
+        tolerance: 1e-3,
+        solver,
+        planes: vec![PlaneConfig { point: [0.0, 0.0, 0.0], normal: [0.0, 0.0, 1.0] }],
+        allow_initial_overlap: true,
+        friction,
+        ..Config::default()
+    };
+    let st = statics(&config, None);
+    let mut sim = Simulation::new(config, blocks, st).expect("simulation");
+    let mut r = Row::default();
+    let t0 = Instant::now();
+    for _ in 0..steps {
+        let (_, d) = sim.advance();
+        r.detect += d.t_broad + d.t_narrow;
+        r.assembly += d.jump.t_assembly;
+        r.solve += d.jump.t_solve;
+        r.iterations += d.jump.iterations as f64;
+        r.contacts += (d.jump.contacts_block_block
+            + d.jump.contacts_block_plane
+            + d.jump.contacts_block_terrain) as f64;
+        r.socp_steps += (d.jump.solver == "clarabel_socp") as u64;
+        assert!(d.jump.failed.is_empty(), "step {} not solved: {}", d.step, d.jump.status);
+    }
+    r.wall = t0.elapsed().as_secs_f64();
+    r
+}
+
+fn main() {
+    let dir = PathBuf::from(std::env::var("TALUS_THESIS_DIR").unwrap_or_else(|_| {
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/thesis-granular").into()
+    }));
+    let args: Vec<u64> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let steps = args.first().copied().unwrap_or(300);
+    let warmup = args.get(1).copied().unwrap_or(700);
+    let clarabel = SolverConfig::Clarabel { tolerance: 1e-9, max_iterations: 200 };
+    let warm = SolverConfig::Warm { tolerance: 1e-9, max_iterations: 50, fallback_tolerance: 1e-9 };
+    // The blocks start 2–10 m up: run the frictionless heap until it has formed, then time
+    // every case from that same state.
+    let mut blocks = thesis_blocks(&dir, 1000);
+    if warmup > 0 {
+        let config = Config {
+            dt: 1e-3,
+            steps: Some(warmup),
+            gravity: 9.80665,
+            kappa: Kappa::Thesis { factor: 0.5 },
+            solver: warm.clone(),
+            planes: vec![PlaneConfig { point: [0.0, 0.0, 0.0], normal: [0.0, 0.0, 1.0] }],
+            allow_initial_overlap: true,
+            ..Config::default()
+        };
+        let st = statics(&config, None);
+        let mut sim = Simulation::new(config, blocks, st).expect("simulation");
+        for _ in 0..warmup {
+            sim.advance();
+        }
+        blocks = sim.blocks;
+    }
+    let friction = FrictionConfig {
+        block_block: Some(FrictionLaw::Coulomb(0.6)),
+        block_terrain: Some(FrictionLaw::Coulomb(0.7)),
+        slip_credit: true,
+    };
+    let rows = [
+        ("QP, clarabel", bench(blocks.clone(), steps, clarabel.clone(), FrictionConfig::default())),
+        ("QP, warm", bench(blocks.clone(), steps, warm, FrictionConfig::default())),
+        ("SOCP, clarabel", bench(blocks, steps, clarabel, friction)),
+    ];
+    println!(
+        "thesis heap N = 1000, {steps} steps after {warmup} frictionless ones, Δt = 1 ms, κ thesis (0.5 × mean mass)"
+    );
+    println!(
+        "{:<16} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        "case", "s/step", "detect", "assembly", "solve", "contacts", "ip iters", "socp steps"
+    );
+    let s = steps as f64;
+    for (name, r) in &rows {
+        println!(
+            "{:<16} {:>10.3e} {:>10.2e} {:>10.2e} {:>10.2e} {:>10.0} {:>10.0} {:>10}",
+            name,
+            r.wall / s,
+            r.detect / s,
+            r.assembly / s,
+            r.solve / s,
+            r.contacts / s,
+            r.iterations / s,
+            r.socp_steps
+        );
+    }
+    let socp = &rows[2].1;
+    for (name, r) in &rows[..2] {
+        println!(
+            "SOCP / {name}: {:.2}x per step, {:.2}x solve per step, {:.2}x solve per contact",
+            socp.wall / r.wall,
+            socp.solve / r.solve,
+            (socp.solve / socp.contacts.max(1.0)) / (r.solve / r.contacts.max(1.0))
+        );
+    }
+}
