@@ -32,11 +32,12 @@ vegetation = { cover = 0.0 }
 
 [seed]
 size = [1.5, 1.5, 2.0]
+clearance = 0.01
 
 [run]
 dt = 0.05
 steps = 12
-allow_initial_overlap = true
+allow_initial_overlap = false
 wall_times = false
 output_every = 4
 kappa = { mode = "restitution", e = 0.2, tangential_ratio = 1.0 }
@@ -49,7 +50,8 @@ figure_height = 600
 search = "grid"
 wall_times = false
 jobs = 2
-weights = { iou = 1.0, runout = 0.5, thickness = 0.25 }
+# A few steps: no block leaves the scar yet, so the runout is not scored.
+weights = { iou = 1.0, runout = 0.0, thickness = 0.25 }
 
 [calibrate.parameters]
 restitution = { values = [0.1, 0.5] }
@@ -90,16 +92,15 @@ fn calibration_full_and_by_member_agree() {
     assert_eq!(t.f64s("restitution").unwrap(), vec![0.1, 0.1, 0.5, 0.5]);
     assert_eq!(t.f64s("block_scale").unwrap(), vec![1.0, 1.3, 1.0, 1.3]);
     assert!(t.strings("status").unwrap().iter().all(|s| s == "ok"), "{:?}", t.strings("error"));
-    let (iou, rerr, rmse, hbar, score) = (
+    let (iou, rmse, hbar, score) = (
         t.f64s("deposit_iou").unwrap(),
-        t.f64s("runout_error").unwrap(),
         t.f64s("thickness_rmse").unwrap(),
         t.f64s("mean_thickness_surveyed").unwrap(),
         t.f64s("score").unwrap(),
     );
     let mut best = 0;
     for i in 0..4 {
-        let s = ((1.0 - iou[i]) + 0.5 * rerr[i] + 0.25 * rmse[i] / hbar[i]) / 1.75;
+        let s = ((1.0 - iou[i]) + 0.25 * rmse[i] / hbar[i]) / 1.25;
         assert!((s - score[i]).abs() < 1e-12, "member {i}: {s} vs {}", score[i]);
         if score[i] < score[best] {
             best = i;
