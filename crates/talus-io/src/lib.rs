@@ -399,11 +399,21 @@ impl ParquetSink {
     /// `extra` holds further key-value metadata (e.g. GeoParquet's `geo`).
     pub fn create(path: &Path, schema: SchemaRef, provenance: &Provenance) -> Result<Self> {
         let file = AtomicFile::create(path)?;
-        let props = WriterProperties::builder()
+        let mut props = WriterProperties::builder()
             .set_compression(Compression::SNAPPY)
             .set_max_row_group_row_count(Some(1 << 20))
-            .set_key_value_metadata(Some(provenance.key_values()))
-            .build();
+            .set_key_value_metadata(Some(provenance.key_values()));
+        // Measured coordinates and times are almost all distinct: a dictionary page would be
+        // built and then abandoned for every float column.
+        for field in schema.fields() {
+            if matches!(field.data_type(), DataType::Float64 | DataType::Float32) {
+                props = props.set_column_dictionary_enabled(
+                    parquet::schema::types::ColumnPath::from(field.name().as_str()),
+                    false,
+                );
+            }
+        }
+        let props = props.build();
         let writer = ArrowWriter::try_new(file, schema, Some(props))
             .map_err(|source| IoError::Parquet { path: path.to_path_buf(), source })?;
         Ok(ParquetSink { path: path.to_path_buf(), writer, rows: 0 })
