@@ -203,14 +203,7 @@ pub fn footprint(
     if cells.is_empty() {
         return Vec::new();
     }
-    let (mut r0, mut r1, mut c0, mut c1) = (usize::MAX, 0, usize::MAX, 0);
-    for &i in cells {
-        let (r, c) = (i / grid.nx, i % grid.nx);
-        r0 = r0.min(r);
-        r1 = r1.max(r);
-        c0 = c0.min(c);
-        c1 = c1.max(c);
-    }
+    let (r0, r1, c0, c1) = cell_bounds(grid, cells);
     // Local frame: the bounding box with a border of margin + 1 cells (may leave the grid).
     let m = margin as i64 + 1;
     let (fr0, fc0) = (r0 as i64 - m, c0 as i64 - m);
@@ -379,13 +372,8 @@ fn make_zone(
     }
 }
 
-/// Outline of a set of cells as polygons (rings in world coordinates; exterior rings
-/// counter-clockwise, holes clockwise, each ring closed).
-pub fn outline(grid: &Grid, cells: &[usize]) -> Vec<Vec<Vec<[f64; 2]>>> {
-    if cells.is_empty() {
-        return Vec::new();
-    }
-    // Local frame: the cells' bounding box with a one-cell margin.
+/// Row and column bounds (r0, r1, c0, c1), inclusive, of a non-empty set of cells.
+fn cell_bounds(grid: &Grid, cells: &[usize]) -> (usize, usize, usize, usize) {
     let (mut r0, mut r1, mut c0, mut c1) = (usize::MAX, 0, usize::MAX, 0);
     for &i in cells {
         let (r, c) = (i / grid.nx, i % grid.nx);
@@ -394,6 +382,17 @@ pub fn outline(grid: &Grid, cells: &[usize]) -> Vec<Vec<Vec<[f64; 2]>>> {
         c0 = c0.min(c);
         c1 = c1.max(c);
     }
+    (r0, r1, c0, c1)
+}
+
+/// Outline of a set of cells as polygons (rings in world coordinates; exterior rings
+/// counter-clockwise, holes clockwise, each ring closed).
+pub fn outline(grid: &Grid, cells: &[usize]) -> Vec<Vec<Vec<[f64; 2]>>> {
+    if cells.is_empty() {
+        return Vec::new();
+    }
+    // Local frame: the cells' bounding box with a one-cell margin.
+    let (r0, r1, c0, c1) = cell_bounds(grid, cells);
     let w = c1 - c0 + 3; // cells per local row, with margins
     let h = r1 - r0 + 3;
     let mut inside = vec![false; w * h];

@@ -85,8 +85,7 @@ use crate::contact::ContactKind;
 use crate::solvers::{QpOutcome, SolverUsed};
 use clarabel::algebra::CscMatrix;
 use clarabel::solver::{
-    DefaultSolver, IPSolver, NonnegativeConeT, SecondOrderConeT, SolverJSONReadWrite, SolverStatus,
-    SupportedConeT,
+    DefaultSolver, IPSolver, NonnegativeConeT, SecondOrderConeT, SolverStatus, SupportedConeT,
 };
 use nalgebra::{SVector, Vector3};
 use serde::{Deserialize, Serialize};
@@ -408,13 +407,7 @@ pub fn solve(cq: &ConeQp, tolerance: f64, max_iterations: u32) -> ConeOutcome {
 
 /// The conic program in Clarabel's JSON format (replay with `DefaultSolver::load_from_file`).
 pub fn clarabel_json(cq: &ConeQp, tolerance: f64, max_iterations: u32) -> Result<Vec<u8>, String> {
-    let solver = new_solver(cq, tolerance, max_iterations)?;
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let path = dir.path().join("socp.json");
-    let mut f = std::fs::File::create(&path).map_err(|e| e.to_string())?;
-    solver.save_to_file(&mut f).map_err(|e| e.to_string())?;
-    drop(f);
-    std::fs::read(&path).map_err(|e| e.to_string())
+    crate::solvers::solver_json(&new_solver(cq, tolerance, max_iterations)?)
 }
 
 /// Solve an island's jump with friction; when it is not solved and some contact demands a

@@ -119,9 +119,13 @@ pub fn solve_clarabel(qp: &Qp, tolerance: f64, max_iterations: u32) -> QpOutcome
 
 /// The QP in Clarabel's JSON format (`DefaultSolver::load_from_file` replays it).
 pub fn clarabel_json(qp: &Qp, tolerance: f64, max_iterations: u32) -> Result<Vec<u8>, String> {
-    let solver = new_solver(qp, tolerance, max_iterations)?;
+    solver_json(&new_solver(qp, tolerance, max_iterations)?)
+}
+
+/// A Clarabel problem's JSON (Clarabel only writes it to a `File`, so through a temporary one).
+pub(crate) fn solver_json(solver: &DefaultSolver<f64>) -> Result<Vec<u8>, String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let path = dir.path().join("qp.json");
+    let path = dir.path().join("problem.json");
     let mut f = std::fs::File::create(&path).map_err(|e| e.to_string())?;
     solver.save_to_file(&mut f).map_err(|e| e.to_string())?;
     drop(f);
