@@ -52,7 +52,8 @@ fn vertical_stack_bound(v: &Void, c: f64) -> f64 {
 
 /// No two blocks overlap (exact separating-axis test on every pair close enough to matter).
 fn assert_disjoint(blocks: &[Block]) {
-    let reach = |b: &Block| 0.5 * (b.size[0].powi(2) + b.size[1].powi(2) + b.size[2].powi(2)).sqrt();
+    let reach =
+        |b: &Block| 0.5 * (b.size[0].powi(2) + b.size[1].powi(2) + b.size[2].powi(2)).sqrt();
     for i in 0..blocks.len() {
         for j in i + 1..blocks.len() {
             let (p, q) = (&blocks[i], &blocks[j]);
