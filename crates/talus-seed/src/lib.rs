@@ -5,7 +5,8 @@
 //! ([`void`]): its volume is $V = \sum_{cells} (z_{pre} - z_{post})^+ \, \Delta^2$.
 //! Blocks of edges (a, b, c) stand with c vertical and edge a along the azimuth the
 //! remaining cliff faces (mean horizontal normal of the post-event surface in the scar),
-//! as in the thesis (§6.2). They are placed by an exact dynamic programme over a lattice of
+//! as in the thesis (§6.2); when that direction is within `axis_snap` of a grid axis the
+//! paving along the axis is also tried and the fuller one kept. They are placed by an exact dynamic programme over a lattice of
 //! strip and column positions that maximises the number of blocks whose every point lies
 //! in the void ([`pack`]); further size classes fill what is left. With the post-event
 //! TIN the simulation uses (`--terrain`), a column's floor is also at least the TIN's
@@ -49,6 +50,11 @@ pub struct Config {
     /// Direction of edge a, degrees counter-clockwise from east; none = the direction
     /// the post-event surface faces inside the scar.
     pub azimuth: Option<f64>,
+    /// With `azimuth` none: when the facing direction is within this many degrees of a
+    /// grid axis, the paving along that axis is also tried and the one seeding more
+    /// volume is kept (a void's walls on cell-constant columns are cell edges, so a
+    /// paving rotated by a fraction of a degree loses a row along each of them); 0 = never.
+    pub axis_snap: f64,
     /// Stacking: `columns` (one footprint layout, each column stacked from its own
     /// floor), `levels` (a layout per horizontal level of height c; also searches the
     /// levels' vertical offset) or `best` (both, keeping the one with more blocks).
@@ -77,6 +83,7 @@ impl Default for Config {
             target_count: None,
             density: 2700.0,
             azimuth: None,
+            axis_snap: 10.0,
             stacking: pack::Stacking::Best,
             lattice: 12,
             gap: 0.0,
@@ -139,6 +146,9 @@ impl Config {
         }
         if self.azimuth.is_some_and(|a| !a.is_finite()) {
             return bad("azimuth must be finite".into());
+        }
+        if !(0.0..=45.0).contains(&self.axis_snap) {
+            return bad(format!("axis_snap = {}° must be in [0, 45]", self.axis_snap));
         }
         if !(0.0..=1.0).contains(&self.max_crossing_fraction) {
             return bad("max_crossing_fraction must be in [0, 1]".into());
@@ -304,13 +314,13 @@ pub fn seed_above(
         });
     }
     let volume = void.volume();
-    let azimuth = match config.azimuth {
+    let facing = match config.azimuth {
         Some(a) => a.to_radians(),
         None => void::facing_azimuth(void).0,
     };
     let sizes: Vec<[f64; 3]> =
         std::iter::once(config.size).chain(config.extra_sizes.iter().copied()).collect();
-    let run_at = |scale: f64| {
+    let run_at = |scale: f64, azimuth: f64| {
         let mut v = void.clone();
         let mut blocks = Vec::new();
         let mut classes = Vec::new();
@@ -329,13 +339,29 @@ pub fn seed_above(
         }
         (blocks, classes)
     };
+    // The grid axis nearest the facing direction, when close enough, competes with it.
+    let quarter = std::f64::consts::FRAC_PI_2;
+    let axis = (facing / quarter).round() * quarter;
+    let azimuth = if config.azimuth.is_none()
+        && axis != facing
+        && (axis - facing).abs() <= config.axis_snap.to_radians()
+    {
+        let seeded = |r: &(Vec<Block>, Vec<ClassCount>)| r.0.iter().map(Block::volume).sum::<f64>();
+        let scale = match config.target_count {
+            None => 1.0,
+            Some(target) => target_scale(config, volume, target),
+        };
+        if seeded(&run_at(scale, axis)) > seeded(&run_at(scale, facing)) { axis } else { facing }
+    } else {
+        facing
+    };
+    let run_at = |scale: f64| run_at(scale, azimuth);
     let (blocks, classes) = match config.target_count {
         None => run_at(1.0),
         Some(target) => {
             // Initial scale from the volume, then bisection on log(scale): the count
             // falls as the blocks grow.
-            let v0: f64 = config.size.iter().product();
-            let s0 = (0.8 * volume / (target as f64 * v0)).cbrt();
+            let s0 = target_scale(config, volume, target);
             let (mut lo, mut hi) = (s0 / 4.0, s0 * 4.0);
             let mut best = run_at(s0);
             for _ in 0..24 {
@@ -369,6 +395,12 @@ pub fn seed_above(
         crossing_cells: crossing,
     };
     Ok(Seeding { blocks, summary })
+}
+
+/// First guess of the scale factor on every size that seeds `target` blocks in `volume`.
+fn target_scale(config: &Config, volume: f64, target: usize) -> f64 {
+    let v0: f64 = config.size.iter().product();
+    (0.8 * volume / (target as f64 * v0)).cbrt()
 }
 
 /// Blocks as a record batch of `talus_schema::blocks::schema()` (ids 0..n).

@@ -3,11 +3,16 @@
 //! `cargo run -p talus-synth --example ship [OUT_DIR]`
 
 use talus_io::NoProgress;
-use talus_synth::Config;
+use talus_synth::{Config, ScarShape};
 
 /// The `[synth]` table of `pipelines/piton-marcel.toml`.
 pub fn piton_marcel() -> Config {
-    let mut c = Config { scale: 0.1, truth_cell: 2.0, ..Config::default() };
+    let mut c = Config { scale: 0.1, truth_cell: 1.25, ..Config::default() };
+    c.scar.shape = ScarShape::Pillar;
+    c.scar.width = 156.25;
+    c.scar.depth = 80.0;
+    c.scar.center_x = 278.125;
+    c.deposit.spread = 2.3;
     c.post.misregistration = [0.1, -0.1, 0.02];
     c
 }

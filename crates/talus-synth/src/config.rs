@@ -73,17 +73,36 @@ pub struct Terrain {
     pub cliff_roughness: f64,
 }
 
-/// The collapse scar: the cliff top retreats, the foot stays, so the face is flatter.
+/// Shape of the collapse scar (see [`crate::site`] for the equations).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ScarShape {
+    /// The cliff top retreats, the foot stays, so the face is flatter: a wedge whose
+    /// deficit is 0 at the foot and largest near the old cliff top.
+    Wedge,
+    /// A flat-topped prow with a vertical front at the upper cliff falls away, leaving a
+    /// flat bench and a vertical back wall: the void is a box of `width` × `depth` (whole
+    /// truth cells) × a height solved for `volume`.
+    Pillar,
+}
+
+/// The collapse scar cut into the cliff.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Scar {
+    /// Shape: `wedge` (default) or `pillar`.
+    pub shape: ScarShape,
     /// Volume removed (integral of z_pre - z_post over the scar), m³.
     pub volume: f64,
-    /// Width of the scar along the cliff, m.
+    /// Width of the scar along the cliff, m (`pillar`: rounded to whole truth cells).
     pub width: f64,
+    /// `pillar` only: horizontal depth across the cliff from the pillar's front face to the
+    /// new back wall, m (rounded to whole truth cells).
+    pub depth: f64,
     /// East coordinate of the scar's centre from the site's west edge, m (negative: middle).
     pub center_x: f64,
-    /// Amplitude of the fresh scar surface's roughness relative to the terrain relief (1 = same).
+    /// `wedge` only: amplitude of the fresh scar surface's roughness relative to the
+    /// terrain relief (1 = same). The pillar's top and bench are planes.
     pub roughness: f64,
 }
 
@@ -210,7 +229,14 @@ impl Default for Terrain {
 
 impl Default for Scar {
     fn default() -> Self {
-        Scar { volume: 8.0e5, width: 360.0, center_x: -1.0, roughness: 1.0 }
+        Scar {
+            shape: ScarShape::Wedge,
+            volume: 8.0e5,
+            width: 360.0,
+            depth: 80.0,
+            center_x: -1.0,
+            roughness: 1.0,
+        }
     }
 }
 
@@ -344,6 +370,15 @@ impl Config {
         finite_pos("scar.volume", s.volume)?;
         finite_pos("scar.width", s.width)?;
         finite_nonneg("scar.roughness", s.roughness)?;
+        finite_pos("scar.depth", s.depth)?;
+        if s.shape == ScarShape::Pillar {
+            check(s.width >= self.truth_cell && s.depth >= self.truth_cell, || {
+                format!(
+                    "scar.width = {} m and scar.depth = {} m must each span at least one truth cell ({} m)",
+                    s.width, s.depth, self.truth_cell
+                )
+            })?;
+        }
         let xc = self.scar_center_x();
         check(xc - 0.5 * s.width >= 10.0 && xc + 0.5 * s.width <= self.extent[0] - 10.0, || {
             format!(

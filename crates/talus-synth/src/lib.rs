@@ -31,7 +31,7 @@ pub mod site;
 pub mod survey;
 pub mod truth;
 
-pub use config::{Config, SteepSampling};
+pub use config::{Config, ScarShape, SteepSampling};
 pub use site::Site;
 pub use survey::Epoch;
 
@@ -150,20 +150,31 @@ pub fn generate(
         truth_cells: truth.z_pre.len(),
     };
     let wkt = crs::utm_wkt(config.crs_epsg)?;
+    let mut derived = serde_json::json!({
+        "retreat_max_m": site.retreat_max,
+        "cliff_width_m": site.cliff_width,
+        "deposit_height_m": site.deposit_height,
+        "runout_m": site.runout,
+        "travel_angle_deg": site.travel_angle,
+        "scar_center": [config.origin[0] + site.scar_x, config.origin[1] + site.foot_y(site.scar_x)],
+        "deposit_to_scar_volume": deposit.volume / scar.volume,
+    });
+    if let Some(p) = site.pillar {
+        // The void's box in CRS coordinates and its elevations.
+        derived["pillar"] = serde_json::json!({
+            "x": [config.origin[0] + p.x0, config.origin[0] + p.x1],
+            "y": [config.origin[1] + p.y0, config.origin[1] + p.y1],
+            "top_m": p.top,
+            "bench_m": p.bench,
+            "height_m": p.height(),
+        });
+    }
     let doc = TruthDoc {
         generator: format!("talus-synth {}", env!("CARGO_PKG_VERSION")),
         crs: Crs::from_wkt(&wkt),
         grid: truth.grid_json(),
         net_volume: summary.net_volume,
-        derived: serde_json::json!({
-            "retreat_max_m": site.retreat_max,
-            "cliff_width_m": site.cliff_width,
-            "deposit_height_m": site.deposit_height,
-            "runout_m": site.runout,
-            "travel_angle_deg": site.travel_angle,
-            "scar_center": [config.origin[0] + site.scar_x, config.origin[1] + site.foot_y(site.scar_x)],
-            "deposit_to_scar_volume": deposit.volume / scar.volume,
-        }),
+        derived,
         surveys: serde_json::json!({ "pre": pre_stats, "post": post_stats }),
         scar,
         deposit,

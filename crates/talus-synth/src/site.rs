@@ -9,8 +9,10 @@
 //! ```
 //!
 //! valley slope β below the foot, cliff slope θ over a width w = H / tan θ, plateau slope γ
-//! above. The scar retreats the cliff top by D(x) = D_max (1 - u⁴)², u = (x - x_c)/(W/2),
-//! with the foot fixed. The deficit z_pre - z_post before roughness is
+//! above. Two scar shapes cut into it (`[synth.scar] shape`):
+//!
+//! **Wedge** (the default). The scar retreats the cliff top by D(x) = D_max (1 - u⁴)²,
+//! u = (x - x_c)/(W/2), with the foot fixed. The deficit z_pre - z_post before roughness is
 //!
 //! ```text
 //! Δ(t) = max(0, (tan θ - tan θ') q(t) - (tan θ - tan γ) sp(t - w) + (tan θ' - tan γ) sp(t - w - D))
@@ -21,7 +23,44 @@
 //! the crown at t = w + D because the post-event face slope is
 //! tan θ' = (H + D tan γ - r tan θ)/(w + D - r). Inside the scar the fresh surface gets
 //! its own roughness. D_max is solved so that the deficit integrated on the truth grid
-//! equals the configured volume.
+//! equals the configured volume. A wedge 0-54 m thick holds few whole layers of tall
+//! blocks: the thesis's blocks fill at most 70 % / 74 % of it.
+//!
+//! **Pillar** (the shipped site). Before the event a flat-topped prow with a vertical
+//! front stood on the upper cliff; it fell away whole and left a flat bench and a vertical
+//! back wall. The void is the box B = [x₀, x₁) × [y₀, y₁) of n_x × n_y whole truth cells
+//! (Δ = truth_cell; width W = n_x Δ ≈ `width` along the cliff, depth D = n_y Δ ≈ `depth`
+//! across it, centred on `center_x`):
+//!
+//! ```text
+//! z_pre = z_top,  z_post = z_top - h   inside B;   both the intact surface outside B
+//! h = V / (W D)                        (so Σ deficit · Δ² = V exactly)
+//! S(y₀ + D) - S(y₀) = h                (y₀ on the upper branch, rounded to a cell edge)
+//! z_top = S(y₁)
+//! ```
+//!
+//! with S the smooth intact surface (no relief) across the cliff at x_c = (x₀ + x₁)/2: the
+//! bench is flush with the cliff in front of it and the prow's top with the plateau behind
+//! the crown (at x_c; elsewhere relief, the foot's wander and the downstream gradient leave
+//! steps of a few metres). Walls are steps on cell edges, so every truth cell of B is a
+//! full column of height h and every other cell has none; the top and the bench are
+//! horizontal planes (no roughness: `roughness` is the wedge's). The box stays behind the
+//! foot line everywhere (checked), so scar and deposit never overlap.
+//!
+//! Why a box, and why 64 m rather than a ~128 m slab: upright blocks fill a void only in
+//! whole rows, columns and layers, and on cell-constant columns a void's walls sit on cell
+//! edges. With V = 8 × 10⁵ m³ and the thesis's two blocks, a box fills ≥ 90 % with
+//! 10.935 × 9.636 × 15.775 m and ≥ 96 % with 8.852 × 7.801 × 12.771 m only when its three
+//! edges are near common multiples of both sizes. The shipped box, 80 × 156.25 × 64 m on
+//! 1.25 m cells, holds 7 × 16 × 4 = 448 large blocks (76.5 × 154.2 × 63.1 m, 93.1 %) and
+//! 9 × 20 × 5 = 900 small ones (79.67 × 156.02 × 63.86 m, 99.2 %). A slab ~128 m tall
+//! (10 small layers = 127.71 m, 8 large = 126.2 m) has 6250 m² of footprint for 8 × 10⁵ m³;
+//! 5 × 18 small footprints need 44.26 × 140.42 = 6215 m², which no rectangle of whole
+//! 1, 1.25, 1.5, 2 or 2.5 m cells contains within that area, and every smaller
+//! arrangement misses a threshold (a search over every box ≥ 100 m tall of volume V on
+//! those cells, 2 cm of play per edge, finds at best 0.898 / 0.970 on 1-2.5 m cells and
+//! 0.931 / 0.937 on 2 m cells). The thesis's own height-difference map spans 0-60 m
+//! (its Fig. 6.25).
 //!
 //! The deposit lies downslope of the foot (the break in slope): with s = y_foot(x) - y
 //! and σ = s/L, thickness T = h · smoothstep(σ/0.25) · (1-σ)^{1/2} · (1 - (dx/b(σ))²),
@@ -30,7 +69,7 @@
 //! at the tip. h is solved so that the deposit volume is the scar volume × bulking.
 
 use crate::Error;
-use crate::config::Config;
+use crate::config::{Config, ScarShape};
 use crate::noise::{Fbm, sub_seed};
 
 /// Deficit or thickness below which a cell does not count as scar or deposit, m.
@@ -54,8 +93,11 @@ pub struct Site {
     pub cliff_width: f64,
     /// Scar centre x (local), m.
     pub scar_x: f64,
-    /// Largest retreat of the cliff top, m (solved).
+    /// Largest retreat of the cliff top, m (solved; `pillar`: the depth from the old front
+    /// face to the new back wall).
     pub retreat_max: f64,
+    /// The pillar's box (`pillar` scars only).
+    pub pillar: Option<Pillar>,
     /// Deposit height scale h, m (solved).
     pub deposit_height: f64,
     /// Runout length from the foot to the deposit tip, m.
@@ -63,6 +105,33 @@ pub struct Site {
     /// Travel angle of the runout rule, degrees.
     pub travel_angle: f64,
     veg_threshold: f64,
+}
+
+/// The void of a `pillar` scar: a box of whole truth cells in the local frame.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Pillar {
+    /// West and east walls, m.
+    pub x0: f64,
+    pub x1: f64,
+    /// Old front face (south) and new back wall (north), m.
+    pub y0: f64,
+    pub y1: f64,
+    /// Elevation of the pillar's flat top (the pre-event surface over the box), m.
+    pub top: f64,
+    /// Elevation of the bench it leaves (the post-event surface over the box), m.
+    pub bench: f64,
+}
+
+impl Pillar {
+    /// Whether (x, y) lies in the box (half-open: west and south walls belong to it).
+    pub fn contains(&self, x: f64, y: f64) -> bool {
+        x >= self.x0 && x < self.x1 && y >= self.y0 && y < self.y1
+    }
+
+    /// Height of the void, m.
+    pub fn height(&self) -> f64 {
+        self.top - self.bench
+    }
 }
 
 fn softplus(t: f64, r: f64) -> f64 {
@@ -180,6 +249,7 @@ impl Site {
             cliff_width: t.cliff_height / tan(t.cliff_slope),
             scar_x: c.scar_center_x(),
             retreat_max: 0.0,
+            pillar: None,
             deposit_height: 0.0,
             runout: 0.0,
             travel_angle: 0.0,
@@ -197,32 +267,23 @@ impl Site {
             if c.vegetation.cover <= 0.0 { f64::INFINITY } else { v[q.min(v.len() - 1)] }
         };
 
-        // Scar: the analytic first guess D0 from V ≈ ½ D (H - w tan γ) ∫(1-u⁴)² (W/2) du.
         let grid = Grid::for_config(&c);
         let h = t.cliff_height;
-        let per_m = 0.5 * (h - site.cliff_width * site.tan_plateau);
-        let d0 = c.scar.volume / (per_m * c.scar.width * 0.711_111);
-        let foot_max = t.foot_y + t.foot_wander * 1.5;
-        let room = c.extent[1] - (foot_max + site.cliff_width) - 5.0 * t.corner_radius;
-        let too_large = |d: f64| {
-            Error::Config(format!(
-                "scar of {:.3e} m³ over {} m of cliff is larger than the cliff: the cliff top would retreat {d:.0} m \
-                 but the plateau behind it is only {room:.0} m deep in the site (reduce scar.volume, widen scar.width \
-                 or extend the site northward)",
-                c.scar.volume, c.scar.width
-            ))
+        // (height of the crown above the foot, its distance behind the foot), m.
+        let (crown_h, crown_dist) = match c.scar.shape {
+            ScarShape::Wedge => {
+                site.solve_wedge(&grid)?;
+                (h + site.tan_plateau * site.retreat_max, site.cliff_width + site.retreat_max)
+            }
+            ScarShape::Pillar => {
+                let p = site.solve_pillar(&grid)?;
+                site.pillar = Some(p);
+                site.retreat_max = p.y1 - p.y0;
+                let xc = 0.5 * (p.x0 + p.x1);
+                let foot = site.foot_y(xc);
+                (p.top - site.base_pre(xc, foot), p.y1 - foot)
+            }
         };
-        if d0.is_nan() || d0 <= 0.0 || d0 > room {
-            return Err(too_large(d0));
-        }
-        site.retreat_max = solve_proportional(d0, c.scar.volume, |d| {
-            let mut s = site.clone();
-            s.retreat_max = d;
-            s.scar_volume_on(&grid)
-        });
-        if site.retreat_max.is_nan() || site.retreat_max <= 0.0 || site.retreat_max > room {
-            return Err(too_large(site.retreat_max));
-        }
 
         // Runout: the crown (top of the scar) sees the deposit tip at the travel angle.
         let alpha = match c.deposit.travel_angle {
@@ -237,9 +298,6 @@ impl Site {
                 t.valley_slope
             )));
         }
-        let d = site.retreat_max;
-        let crown_h = h + site.tan_plateau * d;
-        let crown_dist = site.cliff_width + d;
         site.runout = (crown_h - tan_a * crown_dist) / (tan_a - site.tan_valley);
         let foot_min = t.foot_y - t.foot_wander * 1.5;
         let river_edge = t.river_y + t.river_width;
@@ -276,6 +334,108 @@ impl Site {
             s.deposit_volume_on(&grid)
         });
         Ok(site)
+    }
+
+    /// Wedge: solve the largest retreat of the cliff top for the configured volume.
+    fn solve_wedge(&mut self, grid: &Grid) -> Result<(), Error> {
+        let c = self.config.clone();
+        let t = &c.terrain;
+        let h = t.cliff_height;
+        let site = self;
+        // The analytic first guess D0 from V ≈ ½ D (H - w tan γ) ∫(1-u⁴)² (W/2) du.
+        let per_m = 0.5 * (h - site.cliff_width * site.tan_plateau);
+        let d0 = c.scar.volume / (per_m * c.scar.width * 0.711_111);
+        let foot_max = t.foot_y + t.foot_wander * 1.5;
+        let room = c.extent[1] - (foot_max + site.cliff_width) - 5.0 * t.corner_radius;
+        let too_large = |d: f64| {
+            Error::Config(format!(
+                "scar of {:.3e} m³ over {} m of cliff is larger than the cliff: the cliff top would retreat {d:.0} m \
+                 but the plateau behind it is only {room:.0} m deep in the site (reduce scar.volume, widen scar.width \
+                 or extend the site northward)",
+                c.scar.volume, c.scar.width
+            ))
+        };
+        if d0.is_nan() || d0 <= 0.0 || d0 > room {
+            return Err(too_large(d0));
+        }
+        site.retreat_max = solve_proportional(d0, c.scar.volume, |d| {
+            let mut s = site.clone();
+            s.retreat_max = d;
+            s.scar_volume_on(grid)
+        });
+        if site.retreat_max.is_nan() || site.retreat_max <= 0.0 || site.retreat_max > room {
+            return Err(too_large(site.retreat_max));
+        }
+        Ok(())
+    }
+
+    /// Pillar: the box of whole truth cells, its height from the volume, its front placed
+    /// where the smooth intact surface rises by that height over the box's depth.
+    fn solve_pillar(&self, grid: &Grid) -> Result<Pillar, Error> {
+        let c = &self.config;
+        let s = &c.scar;
+        let cell = grid.cell;
+        let (nx, ny) = ((s.width / cell).round().max(1.0), (s.depth / cell).round().max(1.0));
+        let (w, d) = (nx * cell, ny * cell);
+        let height = s.volume / (w * d);
+        let x0 = ((self.scar_x - 0.5 * w) / cell).round() * cell;
+        let x1 = x0 + w;
+        let xc = 0.5 * (x0 + x1);
+        let foot = self.foot_y(xc);
+        // Rise of the smooth intact surface over [t, t + d] behind the foot at the centre.
+        let rise = |u: f64| self.base_pre(xc, foot + u + d) - self.base_pre(xc, foot + u);
+        // The upper crossing rise(t0) = height: past the window of largest rise.
+        let far = c.extent[1] - foot - d;
+        let (mut t_max, mut r_max) = (0.0, f64::NEG_INFINITY);
+        let mut u = -d;
+        while u <= self.cliff_width.min(far) {
+            let r = rise(u);
+            if r > r_max {
+                (t_max, r_max) = (u, r);
+            }
+            u += 0.25;
+        }
+        if !(r_max >= height) {
+            return Err(Error::Config(format!(
+                "scar of {:.3e} m³ as a pillar of {w} m × {d} m would be {height:.1} m tall, more than the \
+                 {r_max:.1} m the cliff rises over {d} m: it is larger than the cliff (reduce scar.volume or \
+                 enlarge scar.width / scar.depth)",
+                s.volume
+            )));
+        }
+        if rise(far) > height {
+            return Err(Error::Config(format!(
+                "a pillar {height:.1} m tall is lower than the plateau's rise over scar.depth = {d} m: \
+                 reduce scar.width / scar.depth"
+            )));
+        }
+        let (mut lo, mut hi) = (t_max, far);
+        for _ in 0..100 {
+            let mid = 0.5 * (lo + hi);
+            if rise(mid) >= height { lo = mid } else { hi = mid }
+        }
+        let y0 = ((foot + lo) / cell).round() * cell;
+        let y1 = y0 + d;
+        if y1 > c.extent[1] - 10.0 {
+            return Err(Error::Config(format!(
+                "the pillar's back wall (y = {y1:.0} m) leaves the site's {} m south-north extent",
+                c.extent[1]
+            )));
+        }
+        // The box lies behind the cliff foot everywhere, so scar and deposit never overlap.
+        let mut x = x0 + 0.5 * cell;
+        while x < x1 {
+            if self.foot_y(x) >= y0 {
+                return Err(Error::Config(format!(
+                    "the pillar's front (y = {y0:.1} m) reaches the cliff foot (y = {:.1} m at x = {x:.1} m): \
+                     scar and deposit would overlap (reduce scar.depth or terrain.foot_wander)",
+                    self.foot_y(x)
+                )));
+            }
+            x += cell;
+        }
+        let top = self.base_pre(xc, y1);
+        Ok(Pillar { x0, x1, y0, y1, top, bench: top - height })
     }
 
     /// y of the cliff foot at x, m.
@@ -338,11 +498,17 @@ impl Site {
 
     /// Pre-event surface, m.
     pub fn z_pre(&self, x: f64, y: f64) -> f64 {
-        self.base_pre(x, y) + self.roughness(x, y)
+        match self.pillar {
+            Some(p) if p.contains(x, y) => p.top,
+            _ => self.base_pre(x, y) + self.roughness(x, y),
+        }
     }
 
     /// Scar deficit z_pre - z_post (≥ 0), with the fresh surface's own roughness, m.
     pub fn deficit(&self, x: f64, y: f64) -> f64 {
+        if let Some(p) = self.pillar {
+            return if p.contains(x, y) { p.height() } else { 0.0 };
+        }
         let db = self.base_deficit(x, y);
         if db <= 0.0 {
             return 0.0;
@@ -401,6 +567,18 @@ impl Site {
 
     /// Scar volume Σ deficit × cell² over the grid (only the scar's columns), m³.
     pub fn scar_volume_on(&self, grid: &Grid) -> f64 {
+        if let Some(p) = self.pillar {
+            let a = grid.cell * grid.cell;
+            let mut v = 0.0;
+            for i in grid.cols(p.x0, p.x1) {
+                let mut col = 0.0;
+                for j in grid.rows(p.y0, p.y1) {
+                    col += self.deficit(grid.x(i), grid.y(j));
+                }
+                v += col * a;
+            }
+            return v;
+        }
         let (x0, x1) = (
             self.scar_x - 0.5 * self.config.scar.width,
             self.scar_x + 0.5 * self.config.scar.width,

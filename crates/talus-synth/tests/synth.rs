@@ -235,3 +235,96 @@ print(len(f.points), f.header.point_format.id, int(np.sum(f.classification == 2)
     assert_eq!(fields[2].parse::<u64>().unwrap(), s.post.ground);
     assert_eq!(fields[3], "32620", "WKT VLR as laspy reads it");
 }
+
+/// The default geometry with a pillar scar of 80 m × 156 m on 2 m truth cells.
+fn pillar(seed: u64) -> Config {
+    let mut c = small(seed);
+    c.scar.shape = talus_synth::ScarShape::Pillar;
+    c.scar.width = 156.0;
+    c.scar.depth = 80.0;
+    c.scar.center_x = 278.0;
+    c.deposit.spread = 2.3;
+    c
+}
+
+#[test]
+fn pillar_scar_is_a_box_of_whole_cells_holding_the_volume() {
+    let c = pillar(4);
+    let site = Site::new(&c).unwrap();
+    let p = site.pillar.expect("a pillar");
+    let cell = c.truth_cell;
+    // Whole cells, the configured extent, centred on center_x.
+    for v in [p.x0, p.x1, p.y0, p.y1] {
+        assert!((v / cell - (v / cell).round()).abs() < 1e-9, "{v} is not on a cell edge");
+    }
+    assert_eq!((p.x1 - p.x0, p.y1 - p.y0), (156.0, 80.0));
+    assert_eq!(0.5 * (p.x0 + p.x1), 278.0);
+    let h = p.height();
+    assert!((h - 8.0e5 / (156.0 * 80.0)).abs() < 1e-9, "height {h}");
+    // On the truth grid: every cell of the box holds the full height, every other none.
+    let tg = truth::TruthGrid::compute(&site);
+    let g = tg.grid;
+    let mut cells = 0;
+    for j in 0..g.ny {
+        for i in 0..g.nx {
+            let k = j * g.nx + i;
+            let inside = p.contains(g.x(i), g.y(j));
+            cells += usize::from(inside);
+            let want = if inside { h } else { 0.0 };
+            assert_eq!(tg.deficit[k], want, "cell ({i}, {j})");
+            if inside {
+                assert_eq!((tg.z_pre[k], tg.z_post[k]), (p.top, p.bench));
+            }
+            // Scar and deposit never share a cell.
+            assert!(!(tg.deficit[k] > 0.0 && tg.thickness[k] > 0.0), "cell ({i}, {j})");
+        }
+    }
+    assert_eq!(cells, 78 * 40);
+    let scar = tg.scar();
+    assert!(rel(scar.volume, 8.0e5) < 1e-12, "{}", scar.volume);
+    assert_eq!(scar.max_dz, h);
+    assert!(rel(tg.deposit().volume, 1.2 * scar.volume) < 1e-6);
+    // An independent integration on a 0.5 m grid (its cell edges include the box's) gives
+    // the same scar volume.
+    let hh = 0.5;
+    let mut loss = 0.0;
+    for j in 0..(c.extent[1] / hh) as usize {
+        for i in 0..(c.extent[0] / hh) as usize {
+            let (x, y) = ((i as f64 + 0.5) * hh, (j as f64 + 0.5) * hh);
+            loss += (site.z_pre(x, y) - site.z_post(x, y)).max(0.0) * hh * hh;
+        }
+    }
+    let dep = tg.deposit().volume;
+    assert!(rel(loss, 8.0e5) < 1e-9, "scar by 0.5 m cells {loss}, deposit {dep}");
+    // The bench is flush with the smooth cliff in front of it, the top with the plateau
+    // behind, at the box's centre (to the slope × half a cell of rounding the front).
+    let xc = 0.5 * (p.x0 + p.x1);
+    assert!((site.base_pre(xc, p.y1) - p.top).abs() < 1e-9);
+    let slope = c.terrain.cliff_slope.to_radians().tan();
+    assert!(
+        (site.base_pre(xc, p.y0) - p.bench).abs() <= slope * 0.5 * cell + 1e-6,
+        "bench {} vs cliff {}",
+        p.bench,
+        site.base_pre(xc, p.y0)
+    );
+    // The box lies above the cliff foot, on the upper cliff: the bench is well above the
+    // foot and the top near the old cliff top.
+    let foot = site.base_pre(xc, site.foot_y(xc));
+    assert!(p.bench - foot > 0.4 * c.terrain.cliff_height, "bench {} foot {foot}", p.bench);
+    assert!(p.top - foot > 0.9 * c.terrain.cliff_height, "top {} foot {foot}", p.top);
+    // The runout follows the travel angle from the crown (the back wall's top).
+    let tan_a = site.travel_angle.to_radians().tan();
+    let tan_b = c.terrain.valley_slope.to_radians().tan();
+    let crown_dist = p.y1 - site.foot_y(xc);
+    assert!((site.runout - ((p.top - foot) - tan_a * crown_dist) / (tan_a - tan_b)).abs() < 1e-9);
+}
+
+#[test]
+fn pillar_too_large_for_the_cliff_fails_before_writing() {
+    let mut c = pillar(1);
+    c.scar.volume = 3.0e6; // 240 m tall over 80 m x 156 m: the cliff rises 130 m
+    let dir = out_dir("bad-pillar");
+    let e = run(&c, &dir, &NoProgress).expect_err("too tall").to_string();
+    assert!(e.contains("larger than the cliff"), "{e}");
+    assert!(!dir.exists() || std::fs::read_dir(&dir).unwrap().next().is_none());
+}
