@@ -260,10 +260,9 @@ fn main() {
         let fig = |t: &Timing| format!("{:.1} ({:.2} cores)", n as f64 / t.secs / 1e6, t.cores);
         let ratio = |base: &Timing, t: &Timing| format!("{:.2}x", base.secs / t.secs);
         let (lp, ratios) = match missing.as_ref().map_or_else(|| laspy(&path), |r| Err(r.clone())) {
-            Ok((base, m)) if m as usize == n => (
-                fig(&base),
-                [ratio(&base, &raw), ratio(&base, &decode), ratio(&base, &ingest)],
-            ),
+            Ok((base, m)) if m as usize == n => {
+                (fig(&base), [ratio(&base, &raw), ratio(&base, &decode), ratio(&base, &ingest)])
+            }
             Ok((_, m)) => (format!("read {m} points?"), ["-".into(), "-".into(), "-".into()]),
             Err(reason) => {
                 if missing.is_none() {

@@ -18,10 +18,10 @@ use arrow::datatypes::{
     SchemaRef, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
 use parquet::arrow::ArrowWriter;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::arrow_writer::{
     ArrowColumnWriter, ArrowLeafColumn, ArrowRowGroupWriterFactory, compute_leaves,
 };
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::basic::Compression;
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
@@ -457,7 +457,10 @@ impl ParquetSink {
         let schema = self.schema.clone();
         let fields = schema.fields();
         if batch.num_columns() != fields.len()
-            || fields.iter().zip(batch.columns()).any(|(f, c)| !f.data_type().equals_datatype(c.data_type()))
+            || fields
+                .iter()
+                .zip(batch.columns())
+                .any(|(f, c)| !f.data_type().equals_datatype(c.data_type()))
         {
             return Err(IoError::Invalid {
                 path: self.path.clone(),
