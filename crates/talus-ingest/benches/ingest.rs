@@ -1,13 +1,17 @@
 //! Ingest throughput on a generated LAS and LAZ of >= 10 M points (LAS 1.4, point format
 //! 6), against laspy + lazrs reading the same files into numpy in the same run.
 //!
-//! Figures (million points per second, best of 3):
+//! Figures (million points per second, best of 3; in brackets the CPU cores the run kept
+//! busy on average, user + system CPU time over wall time):
+//! * `raw decode`: the `las` reader alone fills point records chunk by chunk (LAZ: laz-rs's
+//!   parallel decompressor, the one laspy's LazrsParallel backend runs), no conversion —
+//!   the floor for any reader built on laz-rs;
 //! * `talus decode`: the library decodes, converts to Arrow record batches and drops them
 //!   (what laspy does: file to columnar arrays in memory);
 //! * `talus ingest`: the full stage, file to Parquet (SHA-256 of the input, Snappy
 //!   Parquet written atomically);
 //! * `laspy`: `laspy.read` with the LazrsParallel backend, then x, y, z scaled to float64
-//!   arrays.
+//!   arrays (its CPU time from `resource.getrusage`).
 //!
 //! The last column is the peak RSS of a fresh process that only runs the ingest of the
 //! file (default chunk of 1 M points, so the 10 M-point file is ten chunks).
@@ -76,15 +80,51 @@ fn generate(path: &Path, n: usize) {
     w.close().unwrap();
 }
 
-fn best_of<F: FnMut() -> u64>(runs: usize, mut f: F) -> (f64, u64) {
-    let mut best = f64::INFINITY;
+/// User + system CPU time of this process (all threads), seconds; /proc/self/stat counts
+/// in clock ticks of 1/100 s (Linux's USER_HZ).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<f64> = rest.split_whitespace().filter_map(|v| v.parse().ok()).collect();
+    // After the command name: state, then fields 4.. ; utime and stime are fields 14, 15.
+    match (f.get(10), f.get(11)) {
+        (Some(u), Some(s)) => (u + s) / 100.0,
+        _ => f64::NAN,
+    }
+}
+
+/// A timed figure: best wall time of the runs and the cores kept busy in that run.
+struct Timing {
+    secs: f64,
+    cores: f64,
+}
+
+fn best_of<F: FnMut() -> u64>(runs: usize, mut f: F) -> (Timing, u64) {
+    let mut best = Timing { secs: f64::INFINITY, cores: f64::NAN };
     let mut n = 0;
     for _ in 0..runs {
-        let t = Instant::now();
+        let (t, c) = (Instant::now(), cpu_seconds());
         n = f();
-        best = best.min(t.elapsed().as_secs_f64());
+        let secs = t.elapsed().as_secs_f64();
+        if secs < best.secs {
+            best = Timing { secs, cores: (cpu_seconds() - c) / secs };
+        }
     }
     (best, n)
+}
+
+/// The `las` reader alone: every record of `path` into a reused buffer, `chunk` at a time.
+fn raw_decode(path: &Path, chunk: u64) -> u64 {
+    let mut reader = las::Reader::from_path(path).unwrap();
+    let mut pd = PointDataBuilder::new().for_header(reader.header()).build();
+    let mut n = 0;
+    loop {
+        let got = reader.fill_points(chunk, &mut pd).unwrap();
+        if got == 0 {
+            return n;
+        }
+        n += got;
+    }
 }
 
 const LASPY: &str = r#"
@@ -92,30 +132,37 @@ import sys, time
 import numpy as np
 import laspy
 path = sys.argv[1]
-best = float("inf")
+import resource
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+best, cores = float("inf"), float("nan")
 for _ in range(3):
-    t = time.perf_counter()
+    t, c0 = time.perf_counter(), cpu()
     las = laspy.read(path, laz_backend=laspy.LazBackend.LazrsParallel)
     x = np.asarray(las.x); y = np.asarray(las.y); z = np.asarray(las.z)
     c = np.asarray(las.classification); i = np.asarray(las.intensity); g = np.asarray(las.gps_time)
-    best = min(best, time.perf_counter() - t)
+    wall = time.perf_counter() - t
+    if wall < best:
+        best, cores = wall, (cpu() - c0) / wall
     n = len(x)
     del las, x, y, z, c, i, g
-print(best, n)
+print(best, n, cores)
 "#;
 
-fn laspy(path: &Path) -> Result<(f64, u64), String> {
-    let check = Command::new("python3").args(["-c", "import laspy, lazrs, numpy"]).output();
-    match check {
-        Err(e) => return Err(format!("python3 not runnable ({e})")),
-        Ok(o) if !o.status.success() => {
-            return Err(format!(
-                "laspy/lazrs not importable: {}",
-                String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or("")
-            ));
-        }
-        Ok(_) => {}
+/// Why laspy cannot run here, if it cannot.
+fn laspy_missing() -> Option<String> {
+    match Command::new("python3").args(["-c", "import laspy, lazrs, numpy"]).output() {
+        Err(e) => Some(format!("python3 is not runnable ({e})")),
+        Ok(o) if !o.status.success() => Some(format!(
+            "laspy, lazrs or numpy is not importable ({}); `pip install laspy lazrs` to compare",
+            String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or("").trim()
+        )),
+        Ok(_) => None,
     }
+}
+
+fn laspy(path: &Path) -> Result<(Timing, u64), String> {
     let o = Command::new("python3")
         .args(["-c", LASPY, path.to_str().unwrap()])
         .output()
@@ -127,7 +174,8 @@ fn laspy(path: &Path) -> Result<(f64, u64), String> {
     let mut it = s.split_whitespace();
     let secs: f64 = it.next().and_then(|v| v.parse().ok()).ok_or("no timing")?;
     let n: u64 = it.next().and_then(|v| v.parse().ok()).ok_or("no count")?;
-    Ok((secs, n))
+    let cores: f64 = it.next().and_then(|v| v.parse().ok()).ok_or("no CPU time")?;
+    Ok((Timing { secs, cores }, n))
 }
 
 /// Peak resident memory of this process (VmHWM), MB.
@@ -171,10 +219,14 @@ fn main() {
         rayon::current_num_threads()
     );
     let config = Config::default();
+    let missing = laspy_missing();
+    if let Some(reason) = &missing {
+        println!("laspy skipped: {reason}");
+    }
     println!(
-        "| file | size MB | talus decode Mpts/s | talus ingest (to Parquet) Mpts/s | laspy+lazrs Mpts/s | decode / laspy | ingest / laspy | ingest peak RSS MB |"
+        "| file | size MB | raw decode Mpts/s | talus decode Mpts/s | talus ingest (to Parquet) Mpts/s | laspy+lazrs Mpts/s | raw decode / laspy | decode / laspy | ingest / laspy | ingest peak RSS MB |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for ext in ["las", "laz"] {
         let path = dir.join(format!("bench.{ext}"));
         let t = Instant::now();
@@ -186,6 +238,8 @@ fn main() {
             t.elapsed().as_secs_f64()
         );
         let paths = [path.clone()];
+        let (raw, got) = best_of(3, || raw_decode(&path, config.chunk_points as u64));
+        assert_eq!(got as usize, n);
         let (decode, got) = best_of(3, || {
             let survey = Survey::open(&config, &paths).unwrap();
             let mut rows = 0u64;
@@ -202,24 +256,31 @@ fn main() {
         let (ingest, got) =
             best_of(3, || run(&config, &paths, &out, &NoProgress).unwrap().points_written);
         assert_eq!(got as usize, n);
-        let mpts = |secs: f64| n as f64 / secs / 1e6;
-        let (lp, ratio_d, ratio_i) = match laspy(&path) {
-            Ok((secs, m)) if m as usize == n => (
-                format!("{:.1}", mpts(secs)),
-                format!("{:.2}x", secs / decode),
-                format!("{:.2}x", secs / ingest),
-            ),
-            Ok((_, m)) => (format!("read {m} points?"), "-".into(), "-".into()),
+        let parquet_mb = std::fs::metadata(&out).unwrap().len() as f64 / 1e6;
+        let fig = |t: &Timing| format!("{:.1} ({:.2} cores)", n as f64 / t.secs / 1e6, t.cores);
+        let ratio = |base: &Timing, t: &Timing| format!("{:.2}x", base.secs / t.secs);
+        let (lp, ratios) = match missing.as_ref().map_or_else(|| laspy(&path), |r| Err(r.clone())) {
+            Ok((base, m)) if m as usize == n => {
+                (fig(&base), [ratio(&base, &raw), ratio(&base, &decode), ratio(&base, &ingest)])
+            }
+            Ok((_, m)) => (format!("read {m} points?"), ["-".into(), "-".into(), "-".into()]),
             Err(reason) => {
-                eprintln!("skip laspy: {reason}");
-                ("skipped".into(), "-".into(), "-".into())
+                if missing.is_none() {
+                    println!("laspy failed on {}: {reason}", path.display());
+                }
+                ("skipped".into(), ["-".into(), "-".into(), "-".into()])
             }
         };
         let rss = child_peak_rss(&path, &out).map_or("-".into(), |m| format!("{m:.0}"));
         println!(
-            "| {ext} | {mb:.0} | {:.1} | {:.1} | {lp} | {ratio_d} | {ratio_i} | {rss} |",
-            mpts(decode),
-            mpts(ingest)
+            "| {ext} | {mb:.0} | {} | {} | {} | {lp} | {} | {} | {} | {rss} |",
+            fig(&raw),
+            fig(&decode),
+            fig(&ingest),
+            ratios[0],
+            ratios[1],
+            ratios[2]
         );
+        eprintln!("{ext}: Parquet output {parquet_mb:.1} MB");
     }
 }

@@ -25,7 +25,8 @@
 //! 3. **Stream**: a reader thread decodes `chunk_points` records at a time (LAZ with the
 //!    `las` crate's parallel decompressor, which spreads the chunks of the LAZ file over
 //!    the rayon pool) while the calling thread converts the previous chunk to Arrow,
-//!    filters it ([`filter`]) and appends it to the Parquet file. Memory holds a few
+//!    filters it ([`filter`]) and appends it to the Parquet file, whose sink encodes the
+//!    columns in parallel on the same pool (`talus_io::ParquetSink`). Memory holds a few
 //!    chunks whatever the file size (grid thinning adds one entry per occupied cell).
 //! 4. The output is renamed into place only when complete (`talus_io::ParquetSink`), so
 //!    an error leaves no file behind; inputs are only ever opened for reading.

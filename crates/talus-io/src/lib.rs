@@ -19,9 +19,14 @@ use arrow::datatypes::{
 };
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_writer::{
+    ArrowColumnWriter, ArrowLeafColumn, ArrowRowGroupWriterFactory, compute_leaves,
+};
 use parquet::basic::Compression;
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
+use parquet::file::writer::SerializedFileWriter;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -388,43 +393,141 @@ impl Write for AtomicFile {
 }
 
 /// Streaming Parquet writer with provenance and atomic placement.
+///
+/// Row groups hold up to [`ROW_GROUP_ROWS`] rows, cut exactly where [`ArrowWriter`] cuts
+/// them. Within a row group each column has its own encoder; a batch of at least
+/// [`PARALLEL_MIN_ROWS`] rows is encoded column by column on the rayon pool. Each column
+/// sees the same sequence of values whatever the thread timing, and the finished column
+/// chunks are appended in schema order, so the bytes are those [`ArrowWriter`] writes.
 pub struct ParquetSink {
     path: PathBuf,
-    writer: ArrowWriter<AtomicFile>,
+    writer: SerializedFileWriter<AtomicFile>,
+    factory: ArrowRowGroupWriterFactory,
+    schema: SchemaRef,
+    /// Encoders of the row group being filled (one per leaf column), and its row count.
+    group: Option<(Vec<ArrowColumnWriter>, usize)>,
     rows: usize,
 }
+
+/// The writer properties of every Talus Parquet file: Snappy, row groups of
+/// [`ROW_GROUP_ROWS`], no dictionary for floating-point columns, `provenance` in the
+/// key-value metadata.
+pub fn writer_properties(schema: &Schema, provenance: &Provenance) -> WriterProperties {
+    let mut props = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+        .set_key_value_metadata(Some(provenance.key_values()));
+    // Measured coordinates and times are almost all distinct: a dictionary page would be
+    // built and then abandoned for every float column.
+    for field in schema.fields() {
+        if matches!(field.data_type(), DataType::Float64 | DataType::Float32) {
+            props = props.set_column_dictionary_enabled(
+                parquet::schema::types::ColumnPath::from(field.name().as_str()),
+                false,
+            );
+        }
+    }
+    props.build()
+}
+
+/// Rows per row group of a [`ParquetSink`].
+pub const ROW_GROUP_ROWS: usize = 1 << 20;
+
+/// Batches of fewer rows are encoded on the calling thread (the pool's overhead would
+/// exceed the work).
+pub const PARALLEL_MIN_ROWS: usize = 1 << 14;
 
 impl ParquetSink {
     /// Open a sink for `schema` at `path` (written on [`ParquetSink::finish`]).
     /// `extra` holds further key-value metadata (e.g. GeoParquet's `geo`).
     pub fn create(path: &Path, schema: SchemaRef, provenance: &Provenance) -> Result<Self> {
         let file = AtomicFile::create(path)?;
-        let mut props = WriterProperties::builder()
-            .set_compression(Compression::SNAPPY)
-            .set_max_row_group_row_count(Some(1 << 20))
-            .set_key_value_metadata(Some(provenance.key_values()));
-        // Measured coordinates and times are almost all distinct: a dictionary page would be
-        // built and then abandoned for every float column.
-        for field in schema.fields() {
-            if matches!(field.data_type(), DataType::Float64 | DataType::Float32) {
-                props = props.set_column_dictionary_enabled(
-                    parquet::schema::types::ColumnPath::from(field.name().as_str()),
-                    false,
-                );
-            }
-        }
-        let props = props.build();
-        let writer = ArrowWriter::try_new(file, schema, Some(props))
-            .map_err(|source| IoError::Parquet { path: path.to_path_buf(), source })?;
-        Ok(ParquetSink { path: path.to_path_buf(), writer, rows: 0 })
+        let props = writer_properties(&schema, provenance);
+        let parquet = |source| IoError::Parquet { path: path.to_path_buf(), source };
+        // The Arrow writer converts the schema and embeds it (`ARROW:schema`); its file
+        // writer and column-writer factory then do the work.
+        let (writer, factory) = ArrowWriter::try_new(file, schema.clone(), Some(props))
+            .and_then(ArrowWriter::into_serialized_writer)
+            .map_err(parquet)?;
+        Ok(ParquetSink { path: path.to_path_buf(), writer, factory, schema, group: None, rows: 0 })
     }
 
-    /// Append one record batch (its schema must be the sink's).
+    /// Append one record batch (its column types must be the sink's).
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
-        self.rows += batch.num_rows();
-        self.writer
-            .write(batch)
-            .map_err(|source| IoError::Parquet { path: self.path.clone(), source })
+        let schema = self.schema.clone();
+        let fields = schema.fields();
+        if batch.num_columns() != fields.len()
+            || fields
+                .iter()
+                .zip(batch.columns())
+                .any(|(f, c)| !f.data_type().equals_datatype(c.data_type()))
+        {
+            return Err(IoError::Invalid {
+                path: self.path.clone(),
+                message: format!(
+                    "record batch of schema {} written to a file of schema {}",
+                    batch.schema(),
+                    self.schema
+                ),
+            });
+        }
+        let mut rest = batch.clone();
+        while rest.num_rows() > 0 {
+            let group = match &mut self.group {
+                Some(g) => g,
+                slot => {
+                    let index = self.writer.flushed_row_groups().len();
+                    let writers = self
+                        .factory
+                        .create_column_writers(index)
+                        .map_err(|source| IoError::Parquet { path: self.path.clone(), source })?;
+                    slot.insert((writers, 0))
+                }
+            };
+            let take = rest.num_rows().min(ROW_GROUP_ROWS - group.1);
+            let piece = rest.slice(0, take);
+            rest = rest.slice(take, rest.num_rows() - take);
+            let mut leaves = Vec::with_capacity(group.0.len());
+            for (field, column) in fields.iter().zip(piece.columns()) {
+                leaves.extend(
+                    compute_leaves(field, column)
+                        .map_err(|source| IoError::Parquet { path: self.path.clone(), source })?,
+                );
+            }
+            let encode = |(w, leaf): (&mut ArrowColumnWriter, &ArrowLeafColumn)| w.write(leaf);
+            if take >= PARALLEL_MIN_ROWS {
+                group.0.par_iter_mut().zip(&leaves).try_for_each(encode)
+            } else {
+                group.0.iter_mut().zip(&leaves).try_for_each(encode)
+            }
+            .map_err(|source| IoError::Parquet { path: self.path.clone(), source })?;
+            group.1 += take;
+            self.rows += take;
+            if group.1 >= ROW_GROUP_ROWS {
+                self.flush()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Close the row group being filled (its columns in parallel) and append it to the file.
+    fn flush(&mut self) -> Result<()> {
+        let Some((writers, rows)) = self.group.take() else {
+            return Ok(());
+        };
+        let chunks = if rows >= PARALLEL_MIN_ROWS {
+            writers.into_par_iter().map(ArrowColumnWriter::close).collect::<Vec<_>>()
+        } else {
+            writers.into_iter().map(ArrowColumnWriter::close).collect()
+        };
+        let path = &self.path;
+        let parquet = |source| IoError::Parquet { path: path.clone(), source };
+        let mut group = self.writer.next_row_group().map_err(parquet)?;
+        for chunk in chunks {
+            chunk.and_then(|c| c.append_to_row_group(&mut group)).map_err(parquet)?;
+        }
+        group.close().map_err(parquet)?;
+        Ok(())
     }
 
     /// Rows written so far.
@@ -433,7 +536,8 @@ impl ParquetSink {
     }
 
     /// Close the file and move it into place.
-    pub fn finish(self) -> Result<()> {
+    pub fn finish(mut self) -> Result<()> {
+        self.flush()?;
         let path = self.path;
         let file = self
             .writer
@@ -766,6 +870,91 @@ mod tests {
         write_parquet(&a, schema(), &[batch()], &prov).unwrap();
         write_parquet(&b, schema(), &[batch()], &prov).unwrap();
         assert_eq!(std::fs::read(a).unwrap(), std::fs::read(b).unwrap());
+    }
+
+    /// Columns of several types over more than one row group, in batches of uneven size
+    /// (small ones encoded on the calling thread, large ones on the pool).
+    fn big_batches() -> (SchemaRef, Vec<RecordBatch>) {
+        use arrow::array::{Float32Array, UInt16Array};
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("x", DataType::Float64, false),
+            Field::new("c", DataType::UInt8, false),
+            Field::new("i", DataType::UInt16, false),
+            Field::new("a", DataType::Float32, false),
+        ]));
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut rnd = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut batches = Vec::new();
+        let mut k = 0usize;
+        for n in [1usize, 700_000, 3, 40_000, 600_001, 12_345, 1 << 20] {
+            let x: Vec<f64> = (k..k + n).map(|i| i as f64 * 0.25 + (rnd() % 7) as f64).collect();
+            let c: Vec<u8> = (0..n).map(|_| (rnd() % 3) as u8).collect();
+            let i: Vec<u16> = (0..n).map(|_| (rnd() % 500) as u16).collect();
+            let a: Vec<f32> = (0..n).map(|j| (j % 2000) as f32 * 0.015).collect();
+            k += n;
+            batches.push(
+                RecordBatch::try_new(
+                    schema.clone(),
+                    vec![
+                        Arc::new(Float64Array::from(x)),
+                        Arc::new(UInt8Array::from(c)),
+                        Arc::new(UInt16Array::from(i)),
+                        Arc::new(Float32Array::from(a)),
+                    ],
+                )
+                .unwrap(),
+            );
+        }
+        (schema, batches)
+    }
+
+    #[test]
+    fn sink_writes_the_bytes_of_the_arrow_writer() {
+        // Reference: parquet's own single-threaded ArrowWriter with the same properties.
+        let (schema, batches) = big_batches();
+        let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+        assert!(rows > 2 * ROW_GROUP_ROWS);
+        let prov = Provenance::new("test", "0.1.0", &serde_json::json!({"k": 2}));
+        let mut reference = Vec::new();
+        let mut w = ArrowWriter::try_new(
+            &mut reference,
+            schema.clone(),
+            Some(writer_properties(&schema, &prov)),
+        )
+        .unwrap();
+        for b in &batches {
+            w.write(b).unwrap();
+        }
+        w.close().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.parquet");
+        let mut sink = ParquetSink::create(&path, schema.clone(), &prov).unwrap();
+        for b in &batches {
+            sink.write(b).unwrap();
+        }
+        assert_eq!(sink.rows(), rows);
+        sink.finish().unwrap();
+        let ours = std::fs::read(&path).unwrap();
+        assert_eq!(ours.len(), reference.len());
+        assert!(ours == reference, "the sink's bytes differ from ArrowWriter's");
+        let meta = ParquetRecordBatchReaderBuilder::try_new(File::open(&path).unwrap()).unwrap();
+        let groups: Vec<i64> = meta.metadata().row_groups().iter().map(|g| g.num_rows()).collect();
+        assert_eq!(groups, [1 << 20, 1 << 20, rows as i64 - (2 << 20)]);
+    }
+
+    #[test]
+    fn batch_of_another_schema_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.parquet");
+        let other = Arc::new(Schema::new(vec![Field::new("x", DataType::Float64, false)]));
+        let mut s = ParquetSink::create(&path, other, &Provenance::default()).unwrap();
+        let e = s.write(&batch()).unwrap_err().to_string();
+        assert!(e.contains("t.parquet") && e.contains("schema"), "{e}");
     }
 
     #[test]
