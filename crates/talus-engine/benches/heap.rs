@@ -236,8 +236,15 @@ fn main() {
         concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/thesis-granular").into()
     }));
     let solver = match std::env::var("TALUS_BENCH_SOLVER").as_deref() {
-        Ok("clarabel") => SolverConfig::Clarabel { tolerance: 1e-9, max_iterations: 200 },
-        _ => SolverConfig::Warm { tolerance: 1e-9, max_iterations: 50, fallback_tolerance: 1e-9 },
+        Ok("clarabel") => {
+            SolverConfig::Clarabel { tolerance: 1e-9, max_iterations: 200, dense_max_bodies: 0 }
+        }
+        _ => SolverConfig::Warm {
+            tolerance: 1e-9,
+            max_iterations: 50,
+            fallback_tolerance: 1e-9,
+            dense_max_bodies: talus_engine::config::DENSE_MAX_BODIES,
+        },
     };
     let skip_big = std::env::var("TALUS_BENCH_SKIP_BIG").is_ok();
     let sizes: Vec<usize> = std::env::var("TALUS_BENCH_N")
