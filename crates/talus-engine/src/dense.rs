@@ -142,8 +142,8 @@ pub fn solve_dense(qp: &Qp, tolerance: f64) -> QpOutcome {
         ymax = ymax.max(y.norm());
         let scale = |k: usize| vnorm[k] * ymax + qp.r[k].abs();
         let mut pick: Option<(usize, f64)> = None;
-        for k in 0..m {
-            if is_active[k] || skipped[k] {
+        for (k, (&act, &skip)) in is_active.iter().zip(&skipped).enumerate() {
+            if act || skip {
                 continue;
             }
             let s = v.column(k).dot(&y) - qp.r[k];
