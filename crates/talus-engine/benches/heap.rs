@@ -11,7 +11,7 @@
 //! * TALUS_THESIS_DIR (default ../shared/data/thesis-granular beside the repository);
 //! * TALUS_BENCH_SOLVER = warm | clarabel (default warm);
 //! * TALUS_BENCH_DENSE = comma-separated `dense_max_bodies` values, each case is run once
-//!   per value (default: the method's default, 2 for warm, 0 for clarabel), e.g. `0,2` for
+//!   per value (default: the method's default, 4 for warm, 0 for clarabel), e.g. `0,2` for
 //!   before/after the dense solver of small islands in the same run;
 //! * TALUS_BENCH_N = comma-separated thesis sizes to run (default 100,500,1000,3000);
 //! * TALUS_BENCH_STEPS = steps of each thesis case (default 1000);

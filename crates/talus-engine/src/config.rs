@@ -74,7 +74,7 @@ pub enum SolverConfig {
 
 /// Default `dense_max_bodies` of the warm method (chosen by measurement: see
 /// `benches/small_islands.rs`).
-pub const DENSE_MAX_BODIES: u32 = 2;
+pub const DENSE_MAX_BODIES: u32 = 4;
 
 fn default_dense_max_bodies() -> u32 {
     DENSE_MAX_BODIES
