@@ -100,8 +100,14 @@ fn main() {
         .collect();
     let steps = args.first().copied().unwrap_or(300);
     let warmup = args.get(1).copied().unwrap_or(700);
-    let clarabel = SolverConfig::Clarabel { tolerance: 1e-9, max_iterations: 200 };
-    let warm = SolverConfig::Warm { tolerance: 1e-9, max_iterations: 50, fallback_tolerance: 1e-9 };
+    let clarabel =
+        SolverConfig::Clarabel { tolerance: 1e-9, max_iterations: 200, dense_max_bodies: 0 };
+    let warm = SolverConfig::Warm {
+        tolerance: 1e-9,
+        max_iterations: 50,
+        fallback_tolerance: 1e-9,
+        dense_max_bodies: talus_engine::config::DENSE_MAX_BODIES,
+    };
     // The blocks start 2–10 m up: run the frictionless heap until it has formed, then time
     // every case from that same state.
     let mut blocks = thesis_blocks(&dir, 1000);

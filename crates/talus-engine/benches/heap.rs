@@ -10,6 +10,9 @@
 //! Environment:
 //! * TALUS_THESIS_DIR (default ../shared/data/thesis-granular beside the repository);
 //! * TALUS_BENCH_SOLVER = warm | clarabel (default warm);
+//! * TALUS_BENCH_DENSE = comma-separated `dense_max_bodies` values, each case is run once
+//!   per value (default: the method's default, 4 for warm, 0 for clarabel), e.g. `0,2` for
+//!   before/after the dense solver of small islands in the same run;
 //! * TALUS_BENCH_N = comma-separated thesis sizes to run (default 100,500,1000,3000);
 //! * TALUS_BENCH_STEPS = steps of each thesis case (default 1000);
 //! * TALUS_BENCH_BIG = number of blocks of the generated heap (default 100000; 0 skips it),
@@ -93,6 +96,7 @@ struct Row {
     solve: f64,
     contacts: f64,
     fallbacks: u64,
+    dense: f64,
     max_island: u32,
     reference: Option<f64>,
     peak_mb: f64,
@@ -161,6 +165,7 @@ fn bench(
         solve: 0.0,
         contacts: 0.0,
         fallbacks: 0,
+        dense: 0.0,
         max_island: 0,
         reference,
         peak_mb: 0.0,
@@ -177,6 +182,7 @@ fn bench(
             + d.jump.contacts_block_plane
             + d.jump.contacts_block_terrain) as f64;
         r.fallbacks += d.jump.fallback as u64;
+        r.dense += d.jump.islands_dense as f64;
         r.max_island = r.max_island.max(d.jump.qp_variables / 6);
         assert!(d.jump.failed.is_empty(), "{name}: step {} not solved", d.step);
     }
@@ -188,7 +194,7 @@ fn bench(
 
 fn print_header() {
     println!(
-        "{:<20} {:>6} {:>11} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7} {:>9} {:>10} {:>9} {:>18}",
+        "{:<28} {:>6} {:>11} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8} {:>7} {:>9} {:>10} {:>9} {:>18}",
         "case",
         "steps",
         "s/step",
@@ -197,6 +203,7 @@ fn print_header() {
         "assembly",
         "solve",
         "contacts",
+        "dense",
         "island",
         "fallback",
         "vs thesis",
@@ -210,7 +217,7 @@ fn print_row(r: &Row) {
     let per = r.wall / s;
     let ratio = r.reference.map(|t| format!("{:.2}x", t / per)).unwrap_or_else(|| "-".into());
     println!(
-        "{:<20} {:>6} {:>11.3e} {:>10.2e} {:>10.2e} {:>10.2e} {:>10.2e} {:>10.0} {:>7} {:>9} {:>10} {:>9.0} {:>18x}",
+        "{:<28} {:>6} {:>11.3e} {:>10.2e} {:>10.2e} {:>10.2e} {:>10.2e} {:>10.0} {:>8.1} {:>7} {:>9} {:>10} {:>9.0} {:>18x}",
         r.name,
         r.steps,
         per,
@@ -219,6 +226,7 @@ fn print_row(r: &Row) {
         r.assembly / s,
         r.solve / s,
         r.contacts / s,
+        r.dense / s,
         r.max_island,
         r.fallbacks,
         ratio,
@@ -236,8 +244,15 @@ fn main() {
         concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/thesis-granular").into()
     }));
     let solver = match std::env::var("TALUS_BENCH_SOLVER").as_deref() {
-        Ok("clarabel") => SolverConfig::Clarabel { tolerance: 1e-9, max_iterations: 200 },
-        _ => SolverConfig::Warm { tolerance: 1e-9, max_iterations: 50, fallback_tolerance: 1e-9 },
+        Ok("clarabel") => {
+            SolverConfig::Clarabel { tolerance: 1e-9, max_iterations: 200, dense_max_bodies: 0 }
+        }
+        _ => SolverConfig::Warm {
+            tolerance: 1e-9,
+            max_iterations: 50,
+            fallback_tolerance: 1e-9,
+            dense_max_bodies: talus_engine::config::DENSE_MAX_BODIES,
+        },
     };
     let skip_big = std::env::var("TALUS_BENCH_SKIP_BIG").is_ok();
     let sizes: Vec<usize> = std::env::var("TALUS_BENCH_N")
@@ -246,29 +261,55 @@ fn main() {
     let steps: u64 = env_or("TALUS_BENCH_STEPS", 1000);
     let big: usize = if skip_big { 0 } else { env_or("TALUS_BENCH_BIG", 100_000) };
     let big_steps: u64 = env_or("TALUS_BENCH_BIG_STEPS", 3);
-    println!("solver: {solver:?}");
+    let dense: Vec<u32> = std::env::var("TALUS_BENCH_DENSE")
+        .map(|v| v.split(',').filter_map(|t| t.trim().parse().ok()).collect())
+        .unwrap_or_else(|_| vec![solver.dense_max_bodies() as u32]);
+    let with_dense = |d: u32| match solver.clone() {
+        SolverConfig::Clarabel { tolerance, max_iterations, .. } => {
+            SolverConfig::Clarabel { tolerance, max_iterations, dense_max_bodies: d }
+        }
+        SolverConfig::Warm { tolerance, max_iterations, fallback_tolerance, .. } => {
+            SolverConfig::Warm {
+                tolerance,
+                max_iterations,
+                fallback_tolerance,
+                dense_max_bodies: d,
+            }
+        }
+    };
+    println!("solver: {solver:?}, dense_max_bodies: {dense:?}");
     print_header();
     for (n, reference) in [(100usize, 2.1), (500, 43.0), (1000, 93.0), (3000, 968.0)] {
         if !sizes.contains(&n) {
             continue;
         }
-        match thesis_blocks(&dir, n) {
-            Some(b) => print_row(&bench(
-                &format!("thesis N={n}"),
-                b,
-                steps,
-                &solver,
-                Some(reference / 1000.0),
-            )),
-            None => eprintln!("skipped thesis N={n}: files not found in {}", dir.display()),
+        for &d in &dense {
+            match thesis_blocks(&dir, n) {
+                Some(b) => print_row(&bench(
+                    &format!("thesis N={n} dense<={d}"),
+                    b,
+                    steps,
+                    &with_dense(d),
+                    Some(reference / 1000.0),
+                )),
+                None => eprintln!("skipped thesis N={n}: files not found in {}", dir.display()),
+            }
         }
     }
     if big > 0 {
-        let blocks = generated_heap(big);
-        print_row(&bench(&format!("generated N={big}"), blocks, big_steps, &solver, None));
+        for &d in &dense {
+            let blocks = generated_heap(big);
+            print_row(&bench(
+                &format!("generated N={big} dense<={d}"),
+                blocks,
+                big_steps,
+                &with_dense(d),
+                None,
+            ));
+        }
     }
     println!(
-        "(s/step = wall / steps; broad, narrow, assembly, solve in s/step; contacts per step; island = largest island, bodies; peak MB = VmHWM of the case)"
+        "(s/step = wall / steps; broad, narrow, assembly, solve in s/step; contacts per step; dense = islands solved by the dense solver per step; island = largest island, bodies; fallback = steps with a fallback; peak MB = VmHWM of the case)"
     );
     println!(
         "(thesis reference: 2.1 / 43 / 93 / 968 s per 1000 steps for N = 100 / 500 / 1000 / 3000; goal >= 200x at 3000, <= 1 s/step at 1e5)"

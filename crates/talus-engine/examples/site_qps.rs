@@ -28,9 +28,10 @@ fn main() {
                 .and_then(|s| s.parse().ok())
                 .unwrap_or(50),
             fallback_tolerance: 1e-9,
+            dense_max_bodies: talus_engine::config::DENSE_MAX_BODIES,
         }
     } else {
-        SolverConfig::Clarabel { tolerance: 1e-9, max_iterations: 200 }
+        SolverConfig::Clarabel { tolerance: 1e-9, max_iterations: 200, dense_max_bodies: 0 }
     };
     let config = Config {
         dt: 0.02,

@@ -45,6 +45,12 @@ pub enum SolverConfig {
         tolerance: f64,
         /// Iteration limit.
         max_iterations: u32,
+        /// Islands of at most this many bodies (and no friction) are solved by the exact
+        /// dense active-set solver ([`crate::dense`]), certified to `tolerance`; when it
+        /// cannot certify its answer the island goes to Clarabel, recorded as a fallback.
+        /// Default 0: Clarabel solves every QP.
+        #[serde(default)]
+        dense_max_bodies: u32,
     },
     /// Semismooth Newton on the proximal augmented Lagrangian of the QP, warm-started
     /// from the previous step's multipliers (matched by contact identity), sparse
@@ -57,7 +63,49 @@ pub enum SolverConfig {
         max_iterations: u32,
         /// Tolerance of the Clarabel fallback, 1.
         fallback_tolerance: f64,
+        /// Islands of at most this many bodies (and no friction) are solved by the exact
+        /// dense active-set solver ([`crate::dense`]), certified to `tolerance`; when it
+        /// cannot certify its answer the island goes to the warm solver, recorded as a
+        /// fallback. Default [`DENSE_MAX_BODIES`]; 0: never.
+        #[serde(default = "default_dense_max_bodies")]
+        dense_max_bodies: u32,
     },
+}
+
+/// Default `dense_max_bodies` of the warm method (chosen by measurement: see
+/// `benches/small_islands.rs`).
+pub const DENSE_MAX_BODIES: u32 = 4;
+
+fn default_dense_max_bodies() -> u32 {
+    DENSE_MAX_BODIES
+}
+
+impl SolverConfig {
+    /// Largest island (bodies) solved by the dense solver (0: none).
+    pub fn dense_max_bodies(&self) -> usize {
+        match *self {
+            SolverConfig::Clarabel { dense_max_bodies, .. }
+            | SolverConfig::Warm { dense_max_bodies, .. } => dense_max_bodies as usize,
+        }
+    }
+
+    /// Tolerance of the dense solver's certificate, 1.
+    pub fn dense_tolerance(&self) -> f64 {
+        match *self {
+            SolverConfig::Clarabel { tolerance, .. } | SolverConfig::Warm { tolerance, .. } => {
+                tolerance
+            }
+        }
+    }
+
+    /// Tolerance and iteration limit of Clarabel when it is called (as the method, as the
+    /// fallback, for friction cones and for the retry without separation).
+    pub fn clarabel_settings(&self) -> (f64, u32) {
+        match *self {
+            SolverConfig::Clarabel { tolerance, max_iterations, .. } => (tolerance, max_iterations),
+            SolverConfig::Warm { fallback_tolerance, .. } => (fallback_tolerance, 200),
+        }
+    }
 }
 
 /// What to do when a QP is not solved (its data is dumped as Clarabel JSON either way).
@@ -155,7 +203,11 @@ impl Default for Config {
             tolerance: 1e-3,
             separation: SeparationConfig::default(),
             rotation: RotationModel::default(),
-            solver: SolverConfig::Clarabel { tolerance: 1e-9, max_iterations: 200 },
+            solver: SolverConfig::Clarabel {
+                tolerance: 1e-9,
+                max_iterations: 200,
+                dense_max_bodies: 0,
+            },
             planes: Vec::new(),
             output_every: 10,
             checkpoint_every: 1000,
@@ -234,14 +286,14 @@ impl Config {
             ));
         }
         match self.solver {
-            SolverConfig::Clarabel { tolerance, max_iterations } => {
+            SolverConfig::Clarabel { tolerance, max_iterations, .. } => {
                 if !(tolerance > 0.0 && tolerance < 1.0) || max_iterations == 0 {
                     return bad(format!(
                         "solver: tolerance = {tolerance} must be in (0, 1), max_iterations > 0"
                     ));
                 }
             }
-            SolverConfig::Warm { tolerance, max_iterations, fallback_tolerance } => {
+            SolverConfig::Warm { tolerance, max_iterations, fallback_tolerance, .. } => {
                 if !(tolerance > 0.0
                     && tolerance < 1.0
                     && fallback_tolerance > 0.0

@@ -10,7 +10,7 @@
 //! byte-identical to an uninterrupted run's (diagnostics hold wall times, which differ).
 
 use crate::body::Block;
-use crate::config::{Config, OnSolverFailure, SolverConfig};
+use crate::config::{Config, OnSolverFailure};
 use crate::sim::{Diagnostics, Energies, SimError, Simulation, Totals};
 use crate::solvers::clarabel_json;
 use crate::statics::{Plane, Statics, Tin};
@@ -724,12 +724,7 @@ pub fn run(
             summary.failed_qps += d.jump.failed.len();
             let dump_dir = out_dir.join("failed_qps");
             for f in &d.jump.failed {
-                let (tol, it) = match config.solver {
-                    SolverConfig::Clarabel { tolerance, max_iterations } => {
-                        (tolerance, max_iterations)
-                    }
-                    SolverConfig::Warm { fallback_tolerance, .. } => (fallback_tolerance, 200),
-                };
+                let (tol, it) = config.solver.clarabel_settings();
                 let path = dump_dir.join(format!("step_{step:010}_island_{:05}.json", f.island));
                 let json = match &f.conic {
                     Some(cq) => crate::friction::clarabel_json(cq, tol, it),

@@ -14,6 +14,7 @@ pub mod body;
 pub mod broad;
 pub mod config;
 pub mod contact;
+pub mod dense;
 pub mod detect;
 pub mod files;
 pub mod friction;

@@ -19,6 +19,8 @@ pub enum SolverUsed {
     None,
     Clarabel,
     Warm,
+    /// The exact dense active-set solver of small islands ([`crate::dense`]).
+    Dense,
 }
 
 impl SolverUsed {
@@ -28,6 +30,7 @@ impl SolverUsed {
             SolverUsed::None => "none",
             SolverUsed::Clarabel => "clarabel",
             SolverUsed::Warm => "warm",
+            SolverUsed::Dense => "dense",
         }
     }
 }

@@ -20,6 +20,7 @@ use crate::assembly::{JumpBody, JumpContact, Qp, assemble, effective_mass};
 use crate::body::Block;
 use crate::config::{Kappa, SolverConfig};
 use crate::contact::{Contact, ContactKind, Other};
+use crate::dense::solve_dense;
 use crate::friction::{self, ConeQp, ContactFriction, FrictionConfig};
 use crate::islands::{Island, islands};
 use crate::rotation::{self, RotationModel};
@@ -97,9 +98,13 @@ pub struct JumpReport {
     pub contacts_block_terrain: u32,
     pub contacts_block_plane: u32,
     pub islands: u32,
+    /// Islands solved by the dense solver.
+    pub islands_dense: u32,
     pub qp_variables: u32,
     pub qp_constraints: u32,
-    /// Solver of the accepted solutions ("none", "clarabel", "warm"; "mixed" when both).
+    /// Solver of the accepted solutions ("none", "clarabel", "warm", "clarabel_socp";
+    /// "mixed" when several of them), followed by "+dense" when the dense solver solved
+    /// some islands ("dense" alone when it solved all of them).
     pub solver: String,
     /// Worst status over the islands ("Solved" when all are).
     pub status: String,
@@ -261,6 +266,39 @@ pub fn prepare(params: &StepParams, blocks: &[Block], contacts: &[Contact]) -> P
     Prepared { contacts, half, islands: assembled }
 }
 
+/// Solve one island's QP (without friction) with the configured solver: the dense solver
+/// for islands of at most `dense_max_bodies` bodies (falling back to the method's own
+/// solver, recorded, when it cannot certify its answer), else Clarabel or the warm solver
+/// (started from `lambda0()`).
+pub fn solve_qp(
+    solver: &SolverConfig,
+    qp: &Qp,
+    n_bodies: usize,
+    lambda0: impl FnOnce() -> Vec<f64>,
+) -> QpOutcome {
+    let mut dense_iterations = None;
+    if n_bodies <= solver.dense_max_bodies() {
+        let o = solve_dense(qp, solver.dense_tolerance());
+        if o.solved {
+            return o;
+        }
+        dense_iterations = Some(o.iterations);
+    }
+    let mut o = match *solver {
+        SolverConfig::Clarabel { tolerance, max_iterations, .. } => {
+            solve_clarabel(qp, tolerance, max_iterations)
+        }
+        SolverConfig::Warm { tolerance, max_iterations, fallback_tolerance, .. } => {
+            solve_warm(qp, &lambda0(), tolerance, max_iterations, fallback_tolerance)
+        }
+    };
+    if let Some(it) = dense_iterations {
+        o.fallback = true;
+        o.iterations += it;
+    }
+    o
+}
+
 /// Advance every active block by one step given the contacts detected at the start of the
 /// step (contacts touching an inactive block are ignored).
 pub fn step_with_contacts(
@@ -325,27 +363,20 @@ pub fn step_with_friction(
                 .collect();
             let mut cones: Option<ConeQp> = None;
             let mut relaxed = false;
+            let (clarabel_tolerance, clarabel_iterations) = params.solver.clarabel_settings();
             let mut outcome = if fr.iter().any(|f| f.mu > 0.0) {
-                let (tolerance, max_iterations) = match params.solver {
-                    SolverConfig::Clarabel { tolerance, max_iterations } => {
-                        (tolerance, max_iterations)
-                    }
-                    SolverConfig::Warm { fallback_tolerance, .. } => (fallback_tolerance, 200),
-                };
-                let (co, retried, cq) =
-                    friction::solve_island(qp, bodies, jc, &fr, tolerance, max_iterations);
+                let (co, retried, cq) = friction::solve_island(
+                    qp,
+                    bodies,
+                    jc,
+                    &fr,
+                    clarabel_tolerance,
+                    clarabel_iterations,
+                );
                 (relaxed, cones) = (retried, Some(cq));
                 co.outcome
             } else {
-                match params.solver {
-                    SolverConfig::Clarabel { tolerance, max_iterations } => {
-                        solve_clarabel(qp, tolerance, max_iterations)
-                    }
-                    SolverConfig::Warm { tolerance, max_iterations, fallback_tolerance } => {
-                        let lambda0 = keys_prev.initial_lambda(keys);
-                        solve_warm(qp, &lambda0, tolerance, max_iterations, fallback_tolerance)
-                    }
-                }
+                solve_qp(&params.solver, qp, bodies.len(), || keys_prev.initial_lambda(keys))
             };
             // Separation velocities demanded of a block wedged between opposing faces can
             // contradict each other (PrimalInfeasible). Without them the QP is always
@@ -356,13 +387,11 @@ pub fn step_with_friction(
                 for (r, c) in q.r.iter_mut().zip(jc.iter()) {
                     *r -= 0.5 * c.separation;
                 }
-                let (tolerance, max_iterations) = match params.solver {
-                    SolverConfig::Clarabel { tolerance, max_iterations } => {
-                        (tolerance, max_iterations)
-                    }
-                    SolverConfig::Warm { fallback_tolerance, .. } => (fallback_tolerance, 200),
-                };
-                let retry = solve_clarabel(&q, tolerance, max_iterations);
+                let dense = (bodies.len() <= params.solver.dense_max_bodies())
+                    .then(|| solve_dense(&q, params.solver.dense_tolerance()))
+                    .filter(|o| o.solved);
+                let retry = dense
+                    .unwrap_or_else(|| solve_clarabel(&q, clarabel_tolerance, clarabel_iterations));
                 if retry.solved {
                     outcome = QpOutcome {
                         status: format!("SolvedWithoutSeparation ({})", outcome.status),
@@ -410,6 +439,7 @@ pub fn step_with_friction(
     let mut used_clarabel = false;
     let mut used_warm = false;
     let mut used_socp = false;
+    let mut used_dense = false;
     let mut next_warm = WarmStart::default();
     for (k, (res, AssembledIsland { island, qp, .. })) in results.iter().zip(assembled).enumerate()
     {
@@ -424,6 +454,10 @@ pub fn step_with_friction(
             SolverUsed::Clarabel if res.cones.is_some() => used_socp = true,
             SolverUsed::Clarabel => used_clarabel = true,
             SolverUsed::Warm => used_warm = true,
+            SolverUsed::Dense => {
+                used_dense = true;
+                rep.islands_dense += 1;
+            }
             SolverUsed::None => {}
         }
         if !o.solved {
@@ -445,14 +479,19 @@ pub fn step_with_friction(
         next_warm.record(&res.keys, &o.lambda);
     }
     *warm = next_warm;
-    rep.solver = match (used_clarabel, used_warm, used_socp) {
-        (false, false, false) => "none",
-        (true, false, false) => "clarabel",
-        (false, true, false) => "warm",
-        (false, false, true) => "clarabel_socp",
-        _ => "mixed",
-    }
-    .into();
+    let others = match (used_clarabel, used_warm, used_socp) {
+        (false, false, false) => None,
+        (true, false, false) => Some("clarabel"),
+        (false, true, false) => Some("warm"),
+        (false, false, true) => Some("clarabel_socp"),
+        _ => Some("mixed"),
+    };
+    rep.solver = match (others, used_dense) {
+        (None, false) => "none".into(),
+        (None, true) => "dense".into(),
+        (Some(o), false) => o.into(),
+        (Some(o), true) => format!("{o}+dense"),
+    };
 
     // 4. Positions and the second half of the rotation (in parallel; gravity's work is
     // summed afterwards in block order).

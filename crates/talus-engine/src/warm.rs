@@ -293,14 +293,14 @@ impl<'a> Factor<'a> {
 }
 
 /// Scales of the KKT residuals: (stationarity, constraints).
-fn scales(qp: &Qp) -> (f64, f64) {
+pub(crate) fn scales(qp: &Qp) -> (f64, f64) {
     let h = &qp.h_upper;
     let hmax = max_abs(&h.nzval).max(1e-300);
     (max_abs(&qp.p).max(hmax * 1e-3), max_abs(&qp.r).max(1e-3))
 }
 
 /// Whether (x, λ) meets the KKT conditions to `tolerance` relative to the data's scales.
-fn kkt_ok(qp: &Qp, x: &[f64], lambda: &[f64], tolerance: f64) -> Option<(f64, f64)> {
+pub(crate) fn kkt_ok(qp: &Qp, x: &[f64], lambda: &[f64], tolerance: f64) -> Option<(f64, f64)> {
     let (pscale, rscale) = scales(qp);
     let (prim, dual, comp, lmin) = kkt_residuals(qp, x, lambda);
     let ok = prim <= tolerance * rscale

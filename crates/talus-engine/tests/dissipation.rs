@@ -16,8 +16,12 @@ fn dissipation_is_non_negative_on_every_step() {
     }
     let blocks = heap::thesis_blocks(&heap::thesis_dir(), 100);
     let steps = 1000;
-    let solver =
-        SolverConfig::Warm { tolerance: 1e-9, max_iterations: 50, fallback_tolerance: 1e-9 };
+    let solver = SolverConfig::Warm {
+        tolerance: 1e-9,
+        max_iterations: 50,
+        fallback_tolerance: 1e-9,
+        dense_max_bodies: talus_engine::config::DENSE_MAX_BODIES,
+    };
     let config = heap::heap_config(steps, solver);
     let st = statics(&config, None);
     let mut sim = Simulation::new(config, blocks, st).expect("simulation");

@@ -27,7 +27,11 @@ fn params(kn: f64, kt: f64) -> StepParams {
         beta: 0.2,
         max_separation: 1.0,
         rotation: RotationModel::ConstantOmega,
-        solver: SolverConfig::Clarabel { tolerance: 1e-9, max_iterations: 200 },
+        solver: SolverConfig::Clarabel {
+            tolerance: 1e-9,
+            max_iterations: 200,
+            dense_max_bodies: 0,
+        },
     }
 }
 
@@ -101,9 +105,17 @@ fn run(
 fn block_rests_on_slope_below_friction_angle() {
     let theta = 20f64.to_radians(); // tan θ = 0.364
     for (solver, steps) in [
-        (SolverConfig::Clarabel { tolerance: 1e-11, max_iterations: 200 }, 10_000),
         (
-            SolverConfig::Warm { tolerance: 1e-10, max_iterations: 50, fallback_tolerance: 1e-11 },
+            SolverConfig::Clarabel { tolerance: 1e-11, max_iterations: 200, dense_max_bodies: 0 },
+            10_000,
+        ),
+        (
+            SolverConfig::Warm {
+                tolerance: 1e-10,
+                max_iterations: 50,
+                fallback_tolerance: 1e-11,
+                dense_max_bodies: talus_engine::config::DENSE_MAX_BODIES,
+            },
             1000,
         ),
     ] {

@@ -17,7 +17,10 @@ fn thesis_heap_100_forms_a_heap() {
         return;
     }
     let blocks = thesis_blocks(&dir, 100);
-    let config = heap_config(1000, SolverConfig::Clarabel { tolerance: 1e-9, max_iterations: 200 });
+    let config = heap_config(
+        1000,
+        SolverConfig::Clarabel { tolerance: 1e-9, max_iterations: 200, dense_max_bodies: 0 },
+    );
     let st = statics(&config, None);
     let mut sim = Simulation::new(config, blocks, st).expect("simulation");
     let overlaps = sim.overlaps();

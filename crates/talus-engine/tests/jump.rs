@@ -17,8 +17,26 @@ fn params(dt: f64, gravity: f64, kn: f64, kt: f64) -> StepParams {
         beta: 0.2,
         max_separation: 1.0,
         rotation: RotationModel::ConstantOmega,
-        solver: SolverConfig::Clarabel { tolerance: 1e-11, max_iterations: 200 },
+        solver: SolverConfig::Clarabel {
+            tolerance: 1e-11,
+            max_iterations: 200,
+            dense_max_bodies: 0,
+        },
     }
+}
+
+/// The closed forms hold through both paths of an island's QP: Clarabel, and the dense
+/// solver of small islands. Returns (parameters, the report's expected `solver`).
+fn both_solvers(p: StepParams) -> [(StepParams, &'static str); 2] {
+    let dense = StepParams {
+        solver: SolverConfig::Clarabel {
+            tolerance: 1e-11,
+            max_iterations: 200,
+            dense_max_bodies: 2,
+        },
+        ..p.clone()
+    };
+    [(p, "clarabel"), (dense, "dense")]
 }
 
 /// Corners of block `k` within `tol` of the plane through `p0` with unit normal `n`.
@@ -75,33 +93,49 @@ fn free_flight_is_exactly_ballistic() {
 fn flat_drop_restitution_matches_closed_form() {
     // ratio = 1 exactly (e = 0 with a zero multiplier) is a degenerate QP where Clarabel's
     // interior point stops ~4e-6 from the vertex; it is left out.
-    for ratio in [0.1, 0.5, 0.9, 1.5, 3.0, 20.0] {
-        let mut blocks = vec![block(1, Vector3::new(0.0, 0.0, 0.25))];
-        let m = blocks[0].mass;
-        let kn = ratio * 2.0 * m / 4.0; // n κ / 2m = ratio
-        let p = params(1e-3, 0.0, kn, 0.3 * kn);
-        blocks[0].vel = Vector3::new(0.0, 0.0, -2.0);
-        let contacts = plane_contacts(&blocks, Vector3::zeros(), Vector3::z(), 1e-9);
-        assert_eq!(contacts.len(), 4);
-        let mut warm = WarmStart::default();
-        let r = step_with_contacts(&p, &mut blocks, &contacts, &mut warm);
-        assert_eq!(r.status, "Solved");
-        let e = ((4.0 * kn - 2.0 * m) / (4.0 * kn + 2.0 * m)).max(0.0);
-        let vz = blocks[0].vel.z;
-        assert!(
-            (vz - 2.0 * e).abs() < 1e-9 * 2.0,
-            "ratio {ratio}: u⁺ = {vz}, expected {}",
-            2.0 * e
-        );
-        assert!(blocks[0].vel.xy().norm() < 1e-9 && blocks[0].omega.norm() < 1e-9);
-        // Dissipation = kinetic energy lost.
-        let lost = 0.5 * m * (4.0 - vz * vz);
-        assert!(
-            (r.dissipated - lost).abs() < 1e-7 * lost.max(1.0),
-            "D = {} vs {}",
-            r.dissipated,
-            lost
-        );
+    // The dense solver finds the vertex exactly: ratio = 1 is checked through it.
+    for (ratio, dense_only) in [
+        (0.1, false),
+        (0.5, false),
+        (0.9, false),
+        (1.0, true),
+        (1.5, false),
+        (3.0, false),
+        (20.0, false),
+    ] {
+        for (p, solver) in both_solvers(params(1e-3, 0.0, 1.0, 1.0)) {
+            if dense_only && solver != "dense" {
+                continue;
+            }
+            let mut blocks = vec![block(1, Vector3::new(0.0, 0.0, 0.25))];
+            let m = blocks[0].mass;
+            let kn = ratio * 2.0 * m / 4.0; // n κ / 2m = ratio
+            let p =
+                StepParams { kappa: KappaLaw::Global { normal: kn, tangential: 0.3 * kn }, ..p };
+            blocks[0].vel = Vector3::new(0.0, 0.0, -2.0);
+            let contacts = plane_contacts(&blocks, Vector3::zeros(), Vector3::z(), 1e-9);
+            assert_eq!(contacts.len(), 4);
+            let mut warm = WarmStart::default();
+            let r = step_with_contacts(&p, &mut blocks, &contacts, &mut warm);
+            assert_eq!(r.status, "Solved");
+            assert_eq!(r.solver, solver);
+            let e = ((4.0 * kn - 2.0 * m) / (4.0 * kn + 2.0 * m)).max(0.0);
+            let vz = blocks[0].vel.z;
+            assert!(
+                (vz - 2.0 * e).abs() < 1e-9 * 2.0,
+                "ratio {ratio}: u⁺ = {vz}, expected {}",
+                2.0 * e
+            );
+            assert!(blocks[0].vel.xy().norm() < 1e-9 && blocks[0].omega.norm() < 1e-9);
+            // Dissipation = kinetic energy lost.
+            let lost = 0.5 * m * (4.0 - vz * vz);
+            assert!(
+                (r.dissipated - lost).abs() < 1e-7 * lost.max(1.0),
+                "D = {} vs {}",
+                r.dissipated,
+                lost
+            );
+        }
     }
 }
 
@@ -118,41 +152,49 @@ fn slope_creep_velocity() {
     let m = b.mass;
     let (dt, g) = (1e-3, 9.81);
     let kt = 50.0 * m;
-    let p = params(dt, g, 0.5 * m, kt);
-    let mut blocks = vec![b];
-    let mut warm = WarmStart::default();
-    for _ in 0..3000 {
-        let contacts = plane_contacts(&blocks, Vector3::zeros(), n, 1e-6);
-        let r = step_with_contacts(&p, &mut blocks, &contacts, &mut warm);
-        assert_eq!(r.status, "Solved");
+    for (p, solver) in both_solvers(params(dt, g, 0.5 * m, kt)) {
+        let mut blocks = vec![b.clone()];
+        let mut warm = WarmStart::default();
+        for _ in 0..3000 {
+            let contacts = plane_contacts(&blocks, Vector3::zeros(), n, 1e-6);
+            let r = step_with_contacts(&p, &mut blocks, &contacts, &mut warm);
+            assert_eq!(r.status, "Solved");
+            assert!(r.solver == solver || r.solver == "none", "{}", r.solver);
+        }
+        let v_star = m * g * theta.sin() * dt / (4.0 * kt);
+        let v = blocks[0].vel;
+        let down = Vector3::new(theta.cos(), 0.0, theta.sin()) * -1.0; // down the slope
+        assert!(
+            (v.dot(&down) - v_star).abs() < 1e-6 * v_star,
+            "v = {}, v* = {v_star}",
+            v.dot(&down)
+        );
+        assert!(v.dot(&n).abs() < 1e-9);
+        let height = n.dot(&blocks[0].pos);
+        assert!((height - half_c).abs() < 1e-7, "centre height above the slope {height}");
     }
-    let v_star = m * g * theta.sin() * dt / (4.0 * kt);
-    let v = blocks[0].vel;
-    let down = Vector3::new(theta.cos(), 0.0, theta.sin()) * -1.0; // down the slope
-    assert!((v.dot(&down) - v_star).abs() < 1e-6 * v_star, "v = {}, v* = {v_star}", v.dot(&down));
-    assert!(v.dot(&n).abs() < 1e-9);
-    let height = n.dot(&blocks[0].pos);
-    assert!((height - half_c).abs() < 1e-7, "centre height above the slope {height}");
 }
 
 /// A block resting on a plane stays there for 10⁴ steps (contacts by gap, not by approach).
 #[test]
 fn resting_block_on_plane_does_not_sink() {
-    let mut blocks = vec![block(1, Vector3::new(0.0, 0.0, 0.25))];
-    let m = blocks[0].mass;
-    let p = params(1e-3, 9.81, 0.5 * m, 0.5 * m);
-    let mut warm = WarmStart::default();
-    let mut dmin = f64::INFINITY;
-    for _ in 0..10_000 {
-        let contacts = plane_contacts(&blocks, Vector3::zeros(), Vector3::z(), 1e-4);
-        let r = step_with_contacts(&p, &mut blocks, &contacts, &mut warm);
-        assert_eq!(r.status, "Solved");
-        assert!(r.dissipated >= -1e-9);
-        dmin = dmin.min(blocks[0].pos.z);
+    let m = block(1, Vector3::zeros()).mass;
+    for (p, solver) in both_solvers(params(1e-3, 9.81, 0.5 * m, 0.5 * m)) {
+        let mut blocks = vec![block(1, Vector3::new(0.0, 0.0, 0.25))];
+        let mut warm = WarmStart::default();
+        let mut dmin = f64::INFINITY;
+        for _ in 0..10_000 {
+            let contacts = plane_contacts(&blocks, Vector3::zeros(), Vector3::z(), 1e-4);
+            let r = step_with_contacts(&p, &mut blocks, &contacts, &mut warm);
+            assert_eq!(r.status, "Solved");
+            assert_eq!(r.solver, solver);
+            assert!(r.dissipated >= -1e-9);
+            dmin = dmin.min(blocks[0].pos.z);
+        }
+        assert!((blocks[0].pos.z - 0.25).abs() < 1e-9, "z = {}", blocks[0].pos.z);
+        assert!(dmin > 0.25 - 1e-9);
+        assert!(blocks[0].vel.norm() < 1e-9 && blocks[0].omega.norm() < 1e-9);
     }
-    assert!((blocks[0].pos.z - 0.25).abs() < 1e-9, "z = {}", blocks[0].pos.z);
-    assert!(dmin > 0.25 - 1e-9);
-    assert!(blocks[0].vel.norm() < 1e-9 && blocks[0].omega.norm() < 1e-9);
 }
 
 /// Two blocks colliding without gravity: momentum and angular momentum are conserved,
@@ -188,67 +230,75 @@ fn free_collision_conserves_momentum_and_dissipates() {
         Vector3::new(0.46, -0.2, 0.0),
         Vector3::new(0.44, 0.05, -0.15),
     ];
-    let run = |blocks: Vec<Block>, ia: usize, ib: usize| {
-        let mut blocks = blocks;
-        let contacts: Vec<Contact> = pts
-            .iter()
-            .map(|&pt| Contact { i: ib, other: Other::Block(ia), point: pt, normal: nrm, gap: 0.0 })
-            .collect();
-        let p = params(1e-3, 0.0, 40.0, 25.0);
-        let mut warm = WarmStart::default();
-        let mom = |bs: &[Block]| bs.iter().map(|b| b.vel * b.mass).sum::<Vector3<f64>>();
-        let p0 = mom(&blocks);
-        // Angular momentum about the origin at the jump (θ = t + Δt/2): lever arms at the
-        // detection positions, world inertia at the mid-step orientation (constant ω).
-        let mid: Vec<(Vector3<f64>, nalgebra::Matrix3<f64>)> = blocks
-            .iter()
-            .map(|b| {
-                let q = UnitQuaternion::from_scaled_axis(b.omega * (0.5 * p.dt)) * b.rot;
-                let r = q.to_rotation_matrix();
-                (
-                    b.pos,
-                    r.matrix()
-                        * nalgebra::Matrix3::from_diagonal(&b.inertia)
-                        * r.matrix().transpose(),
-                )
-            })
-            .collect();
-        let ang = |bs: &[Block]| {
-            bs.iter()
-                .zip(&mid)
-                .map(|(b, (x, i))| x.cross(&(b.vel * b.mass)) + i * b.omega)
-                .sum::<Vector3<f64>>()
-        };
-        let ke = |bs: &[Block]| {
-            bs.iter()
-                .zip(&mid)
-                .map(|(b, (_, i))| {
-                    0.5 * b.mass * b.vel.norm_squared() + 0.5 * b.omega.dot(&(i * b.omega))
+    for (p, solver) in both_solvers(params(1e-3, 0.0, 40.0, 25.0)) {
+        let run = |blocks: Vec<Block>, ia: usize, ib: usize| {
+            let mut blocks = blocks;
+            let contacts: Vec<Contact> = pts
+                .iter()
+                .map(|&pt| Contact {
+                    i: ib,
+                    other: Other::Block(ia),
+                    point: pt,
+                    normal: nrm,
+                    gap: 0.0,
                 })
-                .sum::<f64>()
+                .collect();
+            let mut warm = WarmStart::default();
+            let mom = |bs: &[Block]| bs.iter().map(|b| b.vel * b.mass).sum::<Vector3<f64>>();
+            let p0 = mom(&blocks);
+            // Angular momentum about the origin at the jump (θ = t + Δt/2): lever arms at the
+            // detection positions, world inertia at the mid-step orientation (constant ω).
+            let mid: Vec<(Vector3<f64>, nalgebra::Matrix3<f64>)> = blocks
+                .iter()
+                .map(|b| {
+                    let q = UnitQuaternion::from_scaled_axis(b.omega * (0.5 * p.dt)) * b.rot;
+                    let r = q.to_rotation_matrix();
+                    (
+                        b.pos,
+                        r.matrix()
+                            * nalgebra::Matrix3::from_diagonal(&b.inertia)
+                            * r.matrix().transpose(),
+                    )
+                })
+                .collect();
+            let ang = |bs: &[Block]| {
+                bs.iter()
+                    .zip(&mid)
+                    .map(|(b, (x, i))| x.cross(&(b.vel * b.mass)) + i * b.omega)
+                    .sum::<Vector3<f64>>()
+            };
+            let ke = |bs: &[Block]| {
+                bs.iter()
+                    .zip(&mid)
+                    .map(|(b, (_, i))| {
+                        0.5 * b.mass * b.vel.norm_squared() + 0.5 * b.omega.dot(&(i * b.omega))
+                    })
+                    .sum::<f64>()
+            };
+            let (l0, k0) = (ang(&blocks), ke(&blocks));
+            let r = step_with_contacts(&p, &mut blocks, &contacts, &mut warm);
+            assert_eq!(r.status, "Solved");
+            assert_eq!(r.solver, solver);
+            let k1 = ke(&blocks);
+            assert!(k1 <= k0 + 1e-9 * k0, "kinetic energy gained: {k0} -> {k1}");
+            assert!(r.dissipated >= 0.0);
+            assert!(
+                (r.dissipated - (k0 - k1)).abs() < 1e-9 * k0,
+                "D = {} vs {}",
+                r.dissipated,
+                k0 - k1
+            );
+            assert!((mom(&blocks) - p0).norm() < 1e-9 * p0.norm().max(1.0));
+            let l1 = ang(&blocks);
+            assert!((l1 - l0).norm() < 1e-9 * l0.norm().max(1.0), "L {l0} -> {l1}");
+            blocks
         };
-        let (l0, k0) = (ang(&blocks), ke(&blocks));
-        let r = step_with_contacts(&p, &mut blocks, &contacts, &mut warm);
-        assert_eq!(r.status, "Solved");
-        let k1 = ke(&blocks);
-        assert!(k1 <= k0 + 1e-9 * k0, "kinetic energy gained: {k0} -> {k1}");
-        assert!(r.dissipated >= 0.0);
-        assert!(
-            (r.dissipated - (k0 - k1)).abs() < 1e-9 * k0,
-            "D = {} vs {}",
-            r.dissipated,
-            k0 - k1
-        );
-        assert!((mom(&blocks) - p0).norm() < 1e-9 * p0.norm().max(1.0));
-        let l1 = ang(&blocks);
-        assert!((l1 - l0).norm() < 1e-9 * l0.norm().max(1.0), "L {l0} -> {l1}");
-        blocks
-    };
-    let r1 = run(vec![a.clone(), b.clone()], 0, 1);
-    let r2 = run(vec![b.clone(), a.clone()], 1, 0);
-    for (x, y) in [(&r1[0], &r2[1]), (&r1[1], &r2[0])] {
-        assert_eq!(x.id, y.id);
-        assert!((x.vel - y.vel).norm() < 1e-9 && (x.omega - y.omega).norm() < 1e-9);
-        assert!((x.pos - y.pos).norm() < 1e-12);
+        let r1 = run(vec![a.clone(), b.clone()], 0, 1);
+        let r2 = run(vec![b.clone(), a.clone()], 1, 0);
+        for (x, y) in [(&r1[0], &r2[1]), (&r1[1], &r2[0])] {
+            assert_eq!(x.id, y.id);
+            assert!((x.vel - y.vel).norm() < 1e-9 && (x.omega - y.omega).norm() < 1e-9);
+            assert!((x.pos - y.pos).norm() < 1e-12);
+        }
     }
 }

@@ -13,8 +13,12 @@ use talus_engine::files::statics;
 use talus_engine::sim::Simulation;
 
 fn run(blocks: Vec<Block>, steps: u64) -> (Vec<Block>, u64) {
-    let solver =
-        SolverConfig::Warm { tolerance: 1e-10, max_iterations: 50, fallback_tolerance: 1e-10 };
+    let solver = SolverConfig::Warm {
+        tolerance: 1e-10,
+        max_iterations: 50,
+        fallback_tolerance: 1e-10,
+        dense_max_bodies: talus_engine::config::DENSE_MAX_BODIES,
+    };
     let config = heap::heap_config(steps, solver);
     let st = statics(&config, None);
     let mut sim = Simulation::new(config, blocks, st).expect("simulation");

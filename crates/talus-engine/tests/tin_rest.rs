@@ -46,6 +46,7 @@ fn resting_block_on_tin_does_not_sink() {
             tolerance: 1e-9,
             max_iterations: 50,
             fallback_tolerance: 1e-9,
+            dense_max_bodies: talus_engine::config::DENSE_MAX_BODIES,
         },
         ..Config::default()
     };

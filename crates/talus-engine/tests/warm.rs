@@ -62,8 +62,12 @@ fn check_heap(n: usize, steps: u64) -> (usize, f64, usize) {
     let (mut t_warm, mut t_clarabel) = (0f64, 0f64);
     let dir = heap::thesis_dir();
     let blocks = heap::thesis_blocks(&dir, n);
-    let solver =
-        SolverConfig::Warm { tolerance: 1e-10, max_iterations: 50, fallback_tolerance: 1e-10 };
+    let solver = SolverConfig::Warm {
+        tolerance: 1e-10,
+        max_iterations: 50,
+        fallback_tolerance: 1e-10,
+        dense_max_bodies: talus_engine::config::DENSE_MAX_BODIES,
+    };
     let config = heap::heap_config(steps, solver);
     let st = statics(&config, None);
     let mut sim = Simulation::new(config.clone(), blocks, st).expect("simulation");
@@ -160,8 +164,10 @@ fn comparison_detects_an_inaccurate_solution() {
     }
     let dir = heap::thesis_dir();
     let blocks = heap::thesis_blocks(&dir, 100);
-    let config =
-        heap::heap_config(10, SolverConfig::Clarabel { tolerance: 1e-9, max_iterations: 200 });
+    let config = heap::heap_config(
+        10,
+        SolverConfig::Clarabel { tolerance: 1e-9, max_iterations: 200, dense_max_bodies: 0 },
+    );
     let st = statics(&config, None);
     let mut sim = Simulation::new(config.clone(), blocks, st).expect("simulation");
     for _ in 0..600 {
@@ -194,8 +200,10 @@ fn fallback_is_recorded() {
     // A contact-rich QP from the heap; one Newton iteration is not enough.
     let dir = heap::thesis_dir();
     let blocks = heap::thesis_blocks(&dir, 100);
-    let config =
-        heap::heap_config(10, SolverConfig::Clarabel { tolerance: 1e-9, max_iterations: 200 });
+    let config = heap::heap_config(
+        10,
+        SolverConfig::Clarabel { tolerance: 1e-9, max_iterations: 200, dense_max_bodies: 0 },
+    );
     let st = statics(&config, None);
     let mut sim = Simulation::new(config.clone(), blocks, st).expect("simulation");
     for _ in 0..600 {
