@@ -10,8 +10,8 @@ use talus_seed::void::{GridGeometry, Void};
 use talus_seed::{Config, seed};
 
 fn truth_void() -> Option<Void> {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/piton-marcel-prow/truth.parquet");
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../data/piton-marcel-prow/truth.parquet");
     if !path.exists() {
         println!("skipped: {} not generated yet", path.display());
         return None;
