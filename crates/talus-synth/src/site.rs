@@ -395,7 +395,7 @@ impl Site {
             }
             u += 0.25;
         }
-        if !(r_max >= height) {
+        if r_max.is_nan() || height.is_nan() || r_max < height {
             return Err(Error::Config(format!(
                 "scar of {:.3e} m³ as a pillar of {w} m × {d} m would be {height:.1} m tall, more than the \
                  {r_max:.1} m the cliff rises over {d} m: it is larger than the cliff (reduce scar.volume or \
