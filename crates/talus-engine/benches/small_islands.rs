@@ -8,51 +8,20 @@
 //! TALUS_BENCH_N (default 100,500), TALUS_BENCH_STEPS (steps collected, default 300),
 //! TALUS_BENCH_REPS (timing repetitions, default 3).
 
-use nalgebra::{Matrix3, Rotation3, UnitQuaternion, Vector3};
-use std::path::{Path, PathBuf};
+// The thesis-file reader and heap configuration the engine's tests use.
+#[path = "../tests/common/mod.rs"]
+mod common;
+
 use std::time::Instant;
 use talus_engine::assembly::Qp;
-use talus_engine::body::Block;
-use talus_engine::config::{Config, Kappa, PlaneConfig, SolverConfig};
+use talus_engine::config::SolverConfig;
 use talus_engine::dense::solve_dense;
-use talus_engine::detect::{DetectParams, DetectTimings, detect};
+use talus_engine::detect::DetectTimings;
 use talus_engine::files::statics;
 use talus_engine::sim::Simulation;
 use talus_engine::solvers::solve_clarabel;
 use talus_engine::step::{prepare, step_with_contacts};
 use talus_engine::warm::solve_warm;
-
-fn numbers(path: &Path) -> Option<Vec<Vec<f64>>> {
-    Some(
-        std::fs::read_to_string(path)
-            .ok()?
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| l.split_whitespace().filter_map(|t| t.parse::<f64>().ok()).collect())
-            .collect(),
-    )
-}
-
-fn thesis_blocks(dir: &Path, n: usize) -> Option<Vec<Block>> {
-    let sizes = numbers(&dir.join(format!("size_{n}.data")))?;
-    let pos = numbers(&dir.join(format!("position_{n}.data")))?;
-    Some(
-        (0..n)
-            .map(|k| {
-                let v = |r: usize| {
-                    Vector3::new(pos[6 * k + r][0], pos[6 * k + r][1], pos[6 * k + r][2])
-                };
-                let m = Matrix3::from_columns(&[v(3), v(4), v(5)]);
-                let rot = UnitQuaternion::from_rotation_matrix(&Rotation3::from_matrix(&m));
-                let s = &sizes[k];
-                let mut b = Block::new(k as u32, s[0], s[1], s[2], 5000.0, v(0), rot);
-                b.vel = v(1);
-                b.omega = v(2);
-                b
-            })
-            .collect(),
-    )
-}
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(default)
@@ -62,9 +31,7 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 const GROUPS: [(usize, usize); 7] = [(1, 1), (2, 2), (3, 3), (4, 4), (5, 8), (9, 16), (17, 32)];
 
 fn main() {
-    let dir = PathBuf::from(std::env::var("TALUS_THESIS_DIR").unwrap_or_else(|_| {
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/thesis-granular").into()
-    }));
+    let dir = common::thesis_dir();
     let sizes: Vec<usize> = std::env::var("TALUS_BENCH_N")
         .map(|v| v.split(',').filter_map(|t| t.trim().parse().ok()).collect())
         .unwrap_or_else(|_| vec![100, 500]);
@@ -79,31 +46,16 @@ fn main() {
     // (bodies, QP, warm start).
     let mut qps: Vec<(usize, Qp, Vec<f64>)> = Vec::new();
     for &n in &sizes {
-        let Some(blocks) = thesis_blocks(&dir, n) else {
+        if !dir.join(format!("size_{n}.data")).exists() {
             eprintln!("skipped thesis N={n}: files not found in {}", dir.display());
             continue;
-        };
-        let config = Config {
-            dt: 1e-3,
-            steps: Some(steps),
-            gravity: 9.80665,
-            kappa: Kappa::Thesis { factor: 0.5 },
-            tolerance: 1e-3,
-            solver: solver.clone(),
-            planes: vec![PlaneConfig { point: [0.0, 0.0, 0.0], normal: [0.0, 0.0, 1.0] }],
-            allow_initial_overlap: true,
-            ..Config::default()
-        };
+        }
+        let blocks = common::thesis_blocks(&dir, n);
+        let config = common::heap_config(steps, solver.clone());
         let st = statics(&config, None);
         let mut sim = Simulation::new(config.clone(), blocks, st).expect("simulation");
         for _ in 0..steps {
-            let mut t = DetectTimings::default();
-            let contacts = detect(
-                &sim.blocks,
-                &sim.statics,
-                &DetectParams { tolerance: config.tolerance },
-                &mut t,
-            );
+            let contacts = sim.detect(&mut DetectTimings::default());
             let prep = prepare(&sim.params, &sim.blocks, &contacts);
             for isl in prep.islands {
                 if isl.bodies.len() <= GROUPS[GROUPS.len() - 1].1 {

@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 use talus_engine::config::{Config, Kappa, SeparationConfig, SolverConfig};
-use talus_engine::detect::{DetectParams, DetectTimings, detect};
+use talus_engine::detect::DetectTimings;
 use talus_engine::files::{read_blocks, read_terrain, statics};
 use talus_engine::rotation::RotationModel;
 use talus_engine::sim::Simulation;
@@ -51,13 +51,7 @@ fn main() {
         (0usize, 0usize, 0f64, 0f64, 0f64, 0u64, 0usize);
     let (mut steps_fb, mut max_pen, mut min_diss) = (0usize, 0f64, f64::INFINITY);
     for s in 0..steps {
-        let mut t = DetectTimings::default();
-        let contacts = detect(
-            &sim.blocks,
-            &sim.statics,
-            &DetectParams { tolerance: config.tolerance },
-            &mut t,
-        );
+        let contacts = sim.detect(&mut DetectTimings::default());
         let prep = prepare(&sim.params, &sim.blocks, &contacts);
         for isl in &prep.islands {
             let lambda0 = sim.warm.initial_lambda(&isl.keys);

@@ -144,7 +144,9 @@ impl Simulation {
         Ok(sim)
     }
 
-    fn detect(&self, timings: &mut DetectTimings) -> Vec<Contact> {
+    /// Contacts of the current configuration at the run's gap tolerance (what
+    /// [`Simulation::advance`] solves for; tests and benches replay the QPs from it).
+    pub fn detect(&self, timings: &mut DetectTimings) -> Vec<Contact> {
         let params = DetectParams { tolerance: self.config.tolerance };
         detect(&self.blocks, &self.statics, &params, timings)
     }

@@ -12,7 +12,7 @@ use talus_engine::body::Block;
 use talus_engine::config::{Config, Kappa, SolverConfig};
 use talus_engine::contact::{Contact, Other};
 use talus_engine::dense::solve_dense;
-use talus_engine::detect::{DetectParams, DetectTimings, detect};
+use talus_engine::detect::DetectTimings;
 use talus_engine::files::statics;
 use talus_engine::rotation::RotationModel;
 use talus_engine::sim::Simulation;
@@ -410,6 +410,22 @@ fn threshold_selects_the_solver() {
 /// Every island of at most 4 bodies over 1000 steps of the thesis heap N = 100 (driven by
 /// Clarabel): the dense solution agrees with Clarabel's to 1e-8 relative (or within the
 /// certified error bounds when Clarabel stops short of a degenerate vertex).
+/// Runs `sim` for `steps` steps (the method's own solver advances it) and checks every
+/// island of at most 4 bodies against Clarabel on the way.
+fn replay_small_islands(mut sim: Simulation, steps: u64) -> Agreement {
+    let mut agree = Agreement::default();
+    for step in 0..steps {
+        let contacts = sim.detect(&mut DetectTimings::default());
+        let prep = prepare(&sim.params, &sim.blocks, &contacts);
+        for isl in prep.islands.iter().filter(|i| i.bodies.len() <= 4) {
+            agree.check(&isl.qp, &isl.bodies, &format!("step {step}"));
+        }
+        let rep = step_with_contacts(&sim.params, &mut sim.blocks, &contacts, &mut sim.warm);
+        assert!(rep.failed.is_empty(), "step {step}: {:?}", rep.failed);
+    }
+    agree
+}
+
 #[test]
 fn dense_agrees_with_clarabel_on_the_heap() {
     if !common::thesis_dir().join("size_100.data").exists() {
@@ -423,23 +439,8 @@ fn dense_agrees_with_clarabel_on_the_heap() {
         SolverConfig::Clarabel { tolerance: 1e-9, max_iterations: 200, dense_max_bodies: 0 },
     );
     let st = statics(&config, None);
-    let mut sim = Simulation::new(config.clone(), blocks, st).expect("simulation");
-    let mut agree = Agreement::default();
-    for step in 0..steps {
-        let mut t = DetectTimings::default();
-        let contacts = detect(
-            &sim.blocks,
-            &sim.statics,
-            &DetectParams { tolerance: config.tolerance },
-            &mut t,
-        );
-        let prep = prepare(&sim.params, &sim.blocks, &contacts);
-        for isl in prep.islands.iter().filter(|i| i.bodies.len() <= 4) {
-            agree.check(&isl.qp, &isl.bodies, &format!("step {step}"));
-        }
-        let rep = step_with_contacts(&sim.params, &mut sim.blocks, &contacts, &mut sim.warm);
-        assert!(rep.failed.is_empty());
-    }
+    let sim = Simulation::new(config, blocks, st).expect("simulation");
+    let agree = replay_small_islands(sim, steps);
     eprintln!("heap N=100, {steps} steps: {agree:?}");
     assert!(agree.by_bodies[1] > 100 && agree.by_bodies[2] > 20, "{agree:?}");
 }
@@ -506,23 +507,8 @@ fn dense_agrees_with_clarabel_on_blocks_dropped_on_a_tin() {
         ..Config::default()
     };
     let statics = Statics { tin: Some(tin), planes: Vec::new() };
-    let mut sim = Simulation::new(config.clone(), blocks, statics).expect("simulation");
-    let mut agree = Agreement::default();
-    for step in 0..600 {
-        let mut t = DetectTimings::default();
-        let contacts = detect(
-            &sim.blocks,
-            &sim.statics,
-            &DetectParams { tolerance: config.tolerance },
-            &mut t,
-        );
-        let prep = prepare(&sim.params, &sim.blocks, &contacts);
-        for isl in prep.islands.iter().filter(|i| i.bodies.len() <= 4) {
-            agree.check(&isl.qp, &isl.bodies, &format!("step {step}"));
-        }
-        let rep = step_with_contacts(&sim.params, &mut sim.blocks, &contacts, &mut sim.warm);
-        assert!(rep.failed.is_empty());
-    }
+    let sim = Simulation::new(config, blocks, statics).expect("simulation");
+    let agree = replay_small_islands(sim, 600);
     eprintln!("blocks on a TIN, 600 steps: {agree:?}");
     assert!(agree.checked > 1000, "{agree:?}");
 }

@@ -5,7 +5,7 @@ mod common;
 use common as heap;
 
 use talus_engine::config::SolverConfig;
-use talus_engine::detect::{DetectParams, DetectTimings, detect};
+use talus_engine::detect::DetectTimings;
 use talus_engine::files::statics;
 use talus_engine::sim::Simulation;
 use talus_engine::solvers::{kkt_residuals, solve_clarabel};
@@ -73,13 +73,7 @@ fn check_heap(n: usize, steps: u64) -> (usize, f64, usize) {
     let mut sim = Simulation::new(config.clone(), blocks, st).expect("simulation");
     let (mut checked, mut worst, mut failures) = (0usize, 0f64, 0usize);
     for step in 0..steps {
-        let mut t = DetectTimings::default();
-        let contacts = detect(
-            &sim.blocks,
-            &sim.statics,
-            &DetectParams { tolerance: config.tolerance },
-            &mut t,
-        );
+        let contacts = sim.detect(&mut DetectTimings::default());
         let prep = prepare(&sim.params, &sim.blocks, &contacts);
         for isl in &prep.islands {
             let lambda0 = sim.warm.initial_lambda(&isl.keys);
@@ -173,9 +167,7 @@ fn comparison_detects_an_inaccurate_solution() {
     for _ in 0..600 {
         sim.advance();
     }
-    let mut t = DetectTimings::default();
-    let contacts =
-        detect(&sim.blocks, &sim.statics, &DetectParams { tolerance: config.tolerance }, &mut t);
+    let contacts = sim.detect(&mut DetectTimings::default());
     let prep = prepare(&sim.params, &sim.blocks, &contacts);
     let big = prep.islands.iter().max_by_key(|i| i.qp.m()).expect("an island");
     let exact = try_solve(&big.qp, &vec![0.0; big.qp.m()], 1e-9, 200).expect("warm solve");
@@ -209,9 +201,7 @@ fn fallback_is_recorded() {
     for _ in 0..600 {
         sim.advance();
     }
-    let mut t = DetectTimings::default();
-    let contacts =
-        detect(&sim.blocks, &sim.statics, &DetectParams { tolerance: config.tolerance }, &mut t);
+    let contacts = sim.detect(&mut DetectTimings::default());
     let prep = prepare(&sim.params, &sim.blocks, &contacts);
     let big = prep.islands.iter().max_by_key(|i| i.qp.m()).expect("an island");
     let zero = vec![0.0; big.qp.m()];

@@ -6,10 +6,11 @@
 //! Blocks of edges (a, b, c) stand with c vertical and edge a along the azimuth the
 //! remaining cliff faces (mean horizontal normal of the post-event surface in the scar),
 //! as in the thesis (§6.2); when that direction is within `axis_snap` of a grid axis the
-//! paving along the axis is also tried and the fuller one kept. They are placed by an exact dynamic programme over a lattice of
-//! strip and column positions that maximises the number of blocks whose every point lies
-//! in the void ([`pack`]); further size classes fill what is left. With the post-event
-//! TIN the simulation uses (`--terrain`), a column's floor is also at least the TIN's
+//! paving along the axis is also tried and the fuller one kept. They are placed by an
+//! exact dynamic programme over a lattice of strip and column positions that maximises
+//! the number of blocks whose every point lies in the void ([`pack`]); further size
+//! classes fill what is left. With the post-event TIN the simulation uses
+//! (`--terrain`), a column's floor is also at least the TIN's
 //! largest height over the column's footprint ([`void::TinFloor`], exact), so no block
 //! starts inside the terrain; the volume to fill stays the DoD's. Reported: seeded volume
 //! $N a b c$, volume to fill $V$ and fill fraction $N a b c / V$.
@@ -339,31 +340,33 @@ pub fn seed_above(
         }
         (blocks, classes)
     };
-    // The grid axis nearest the facing direction, when close enough, competes with it.
+    // The first paving is at scale 1, or at the first guess of the target-count search.
+    let scale0 = match config.target_count {
+        None => 1.0,
+        Some(target) => target_scale(config, volume, target),
+    };
+    // The grid axis nearest the facing direction, when close enough, competes with it;
+    // the winner's paving is kept as the first result.
     let quarter = std::f64::consts::FRAC_PI_2;
     let axis = (facing / quarter).round() * quarter;
-    let azimuth = if config.azimuth.is_none()
+    let (azimuth, first) = if config.azimuth.is_none()
         && axis != facing
         && (axis - facing).abs() <= config.axis_snap.to_radians()
     {
         let seeded = |r: &(Vec<Block>, Vec<ClassCount>)| r.0.iter().map(Block::volume).sum::<f64>();
-        let scale = match config.target_count {
-            None => 1.0,
-            Some(target) => target_scale(config, volume, target),
-        };
-        if seeded(&run_at(scale, axis)) > seeded(&run_at(scale, facing)) { axis } else { facing }
+        let (on_axis, on_facing) = (run_at(scale0, axis), run_at(scale0, facing));
+        if seeded(&on_axis) > seeded(&on_facing) { (axis, on_axis) } else { (facing, on_facing) }
     } else {
-        facing
+        (facing, run_at(scale0, facing))
     };
     let run_at = |scale: f64| run_at(scale, azimuth);
     let (blocks, classes) = match config.target_count {
-        None => run_at(1.0),
+        None => first,
         Some(target) => {
             // Initial scale from the volume, then bisection on log(scale): the count
             // falls as the blocks grow.
-            let s0 = target_scale(config, volume, target);
-            let (mut lo, mut hi) = (s0 / 4.0, s0 * 4.0);
-            let mut best = run_at(s0);
+            let (mut lo, mut hi) = (scale0 / 4.0, scale0 * 4.0);
+            let mut best = first;
             for _ in 0..24 {
                 let mid = (lo * hi).sqrt();
                 let r = run_at(mid);
