@@ -1,7 +1,7 @@
 //! The shipped synthetic Piton Marcel site: seed its truth scar with the thesis's two
 //! block sizes; the fill must reach the thesis's (435 blocks = 90 %, 874 = 96 % of
-//! ≈ 8e5 m³), with every block disjoint from the others and inside the void. Skips with a
-//! reason when the site has not been generated.
+//! ≈ 8e5 m³), with every block disjoint from the others and inside the void. The site is
+//! shipped, so a missing file is a failure, not a skip.
 
 use std::path::PathBuf;
 use talus_io::NoProgress;
@@ -9,13 +9,14 @@ use talus_seed::boxes::{Block, boxes_overlap};
 use talus_seed::void::{GridGeometry, Void};
 use talus_seed::{Config, seed};
 
-fn truth_void() -> Option<Void> {
+fn truth_void() -> Void {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../data/piton-marcel-prow/truth.parquet");
-    if !path.exists() {
-        println!("skipped: {} not generated yet", path.display());
-        return None;
-    }
+    assert!(
+        path.exists(),
+        "{}: missing; run `talus synth --config pipelines/piton-marcel-prow.toml --out-dir data/piton-marcel-prow`",
+        path.display()
+    );
     let meta = talus_io::read_metadata(&path).unwrap();
     let grid: GridGeometry = serde_json::from_str(&meta[talus_schema::diff::GRID_KEY]).unwrap();
     let schema = arrow::datatypes::Schema::empty();
@@ -36,7 +37,7 @@ fn truth_void() -> Option<Void> {
         v.z_post[k] = post[i];
         v.fillable[k] = scar[i] && pre[i].is_finite() && post[i].is_finite();
     }
-    Some(v)
+    v
 }
 
 /// Upper bound of the fill by blocks of height `c` standing vertically, whatever their
@@ -98,7 +99,7 @@ fn assert_inside(blocks: &[Block], v: &Void) {
 
 #[test]
 fn thesis_block_sizes_fill_the_synthetic_scar_like_the_thesis() {
-    let Some(v) = truth_void() else { return };
+    let v = truth_void();
     println!(
         "scar: {} cells, {:.0} m³ to fill",
         v.fillable.iter().filter(|f| **f).count(),
