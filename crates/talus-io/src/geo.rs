@@ -126,6 +126,77 @@ impl Reader<'_> {
     }
 }
 
+/// Zone outlines (polygons with holes) with a row-banded edge index for fast
+/// point-in-polygon queries.
+#[derive(Debug, Clone)]
+pub struct Outline {
+    edges: Vec<[f64; 4]>,
+    y0: f64,
+    band: f64,
+    bands: Vec<Vec<u32>>,
+}
+
+impl Outline {
+    /// Index the rings of `polygons` (every ring of every polygon; even-odd rule, so holes
+    /// are holes) in bands of height `band` (m).
+    pub fn new(polygons: &[Vec<Vec<[f64; 2]>>], band: f64) -> Self {
+        let mut edges = Vec::new();
+        for ring in polygons.iter().flatten() {
+            for w in ring.windows(2) {
+                edges.push([w[0][0], w[0][1], w[1][0], w[1][1]]);
+            }
+            if let (Some(f), Some(l)) = (ring.first(), ring.last())
+                && f != l
+            {
+                edges.push([l[0], l[1], f[0], f[1]]);
+            }
+        }
+        let y0 = edges.iter().map(|e| e[1].min(e[3])).fold(f64::INFINITY, f64::min);
+        let y1 = edges.iter().map(|e| e[1].max(e[3])).fold(f64::NEG_INFINITY, f64::max);
+        let n = if edges.is_empty() { 0 } else { ((y1 - y0) / band).floor() as usize + 1 };
+        let mut bands = vec![Vec::new(); n];
+        for (i, e) in edges.iter().enumerate() {
+            let b0 = ((e[1].min(e[3]) - y0) / band).floor() as usize;
+            let b1 = (((e[1].max(e[3]) - y0) / band).floor() as usize).min(n - 1);
+            for b in bands.iter_mut().take(b1 + 1).skip(b0) {
+                b.push(i as u32);
+            }
+        }
+        Outline { edges, y0, band, bands }
+    }
+
+    fn band_of(&self, y: f64) -> Option<usize> {
+        let b = ((y - self.y0) / self.band).floor();
+        (b >= 0.0 && (b as usize) < self.bands.len()).then_some(b as usize)
+    }
+
+    /// Even-odd point-in-polygon; points within `tol` (m) of an edge count as inside.
+    pub fn contains(&self, x: f64, y: f64, tol: f64) -> bool {
+        let mut inside = false;
+        if let Some(b) = self.band_of(y) {
+            for &i in &self.bands[b] {
+                let [ax, ay, bx, by] = self.edges[i as usize];
+                if (ay > y) != (by > y) && x < ax + (y - ay) * (bx - ax) / (by - ay) {
+                    inside = !inside;
+                }
+            }
+        }
+        if inside || tol <= 0.0 {
+            return inside;
+        }
+        let lo = self.band_of(y - tol).unwrap_or(0);
+        let hi = self.band_of(y + tol).unwrap_or(self.bands.len().saturating_sub(1));
+        (lo..=hi.min(self.bands.len().saturating_sub(1))).flat_map(|b| &self.bands[b]).any(|&i| {
+            let [ax, ay, bx, by] = self.edges[i as usize];
+            let (dx, dy) = (bx - ax, by - ay);
+            let l2 = dx * dx + dy * dy;
+            let t =
+                if l2 > 0.0 { (((x - ax) * dx + (y - ay) * dy) / l2).clamp(0.0, 1.0) } else { 0.0 };
+            (ax + t * dx - x).powi(2) + (ay + t * dy - y).powi(2) <= tol * tol
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

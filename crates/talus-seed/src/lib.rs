@@ -8,7 +8,10 @@
 //! as in the thesis (§6.2); when that direction is within `axis_snap` of a grid axis the
 //! paving along the axis is also tried and the fuller one kept. They are placed by an
 //! exact dynamic programme over a lattice of strip and column positions that maximises
-//! the number of blocks whose every point lies in the void ([`pack`]); further size
+//! the number of blocks whose every point lies in the void ([`pack`]) — or, with
+//! `min_inside` = f < 1, at least the fraction f of whose volume lies below the
+//! pre-event surface (a block of height c with top T over cells of pre-event heights
+//! z_i: $\frac{1}{n}\sum_i \mathrm{clamp}(z_i - T + c, 0, c)/c \ge f$); further size
 //! classes fill what is left. With the post-event TIN the simulation uses
 //! (`--terrain`), a column's floor is also at least the TIN's
 //! largest height over the column's footprint ([`void::TinFloor`], exact), so no block
@@ -68,6 +71,12 @@ pub struct Config {
     /// Free space between the post-event surface (the DoD's, and the terrain TIN's when
     /// one is given) and the lowest block of a column, m.
     pub clearance: f64,
+    /// Least fraction of each block's volume that must lie below the pre-event surface
+    /// (over the grid cells its footprint touches, each weighted equally), 0-1. 1 (the
+    /// default): every block wholly inside the void. Below 1, a block may rise above the
+    /// pre-event surface by the rest, so a thin or steep void holds more of its volume as
+    /// blocks; blocks never reach below the post-event surface or into the terrain TIN.
+    pub min_inside: f64,
     /// Scar zones to fill (zone_id); empty = every zone of kind `scar`.
     pub zone_ids: Vec<i32>,
     /// Largest fraction of scar cells where the post-event surface may lie above the
@@ -89,6 +98,7 @@ impl Default for Config {
             lattice: 12,
             gap: 0.0,
             clearance: 0.0,
+            min_inside: 1.0,
             zone_ids: Vec::new(),
             max_crossing_fraction: 0.05,
         }
@@ -151,6 +161,9 @@ impl Config {
         if !(0.0..=45.0).contains(&self.axis_snap) {
             return bad(format!("axis_snap = {}° must be in [0, 45]", self.axis_snap));
         }
+        if !(self.min_inside > 0.0 && self.min_inside <= 1.0) {
+            return bad(format!("min_inside = {} must be in (0, 1]", self.min_inside));
+        }
         if !(0.0..=1.0).contains(&self.max_crossing_fraction) {
             return bad("max_crossing_fraction must be in [0, 1]".into());
         }
@@ -180,6 +193,9 @@ pub struct Summary {
     pub volume_to_fill: f64,
     /// seeded_volume / volume_to_fill.
     pub fill_fraction: f64,
+    /// Part of the seeded volume below the pre-event surface (each footprint sampled on
+    /// an 8 × 8 grid), m³; equals `seeded_volume` with `min_inside = 1`.
+    pub volume_in_void: f64,
     /// Total mass, kg.
     pub mass: f64,
     /// Direction of edge a, degrees counter-clockwise from east.
@@ -333,6 +349,7 @@ pub fn seed_above(
                 lattice: config.lattice,
                 gap: config.gap,
                 clearance: config.clearance,
+                min_inside: config.min_inside,
             };
             let b = pack::pave(&mut v, outline, terrain, &p, config.stacking, progress);
             classes.push(ClassCount { size, blocks: b.len() });
@@ -386,18 +403,48 @@ pub fn seed_above(
         return Err(SeedError::NothingFits { size: config.size, volume, cells });
     }
     let seeded: f64 = blocks.iter().map(Block::volume).sum();
+    let volume_in_void = if config.min_inside >= 1.0 {
+        seeded
+    } else {
+        blocks.iter().map(|b| b.volume() * fraction_below(b, void)).sum()
+    };
     let summary = Summary {
         blocks: blocks.len(),
         classes,
         seeded_volume: seeded,
         volume_to_fill: volume,
         fill_fraction: if volume > 0.0 { seeded / volume } else { 0.0 },
+        volume_in_void,
         mass: seeded * config.density,
         azimuth_deg: azimuth.to_degrees(),
         scar_cells: cells,
         crossing_cells: crossing,
     };
     Ok(Seeding { blocks, summary })
+}
+
+/// Fraction of block `b` below the pre-event surface of `void`, its footprint sampled on
+/// an 8 × 8 grid of cell-constant heights (cells off the grid count as empty).
+fn fraction_below(b: &Block, void: &Void) -> f64 {
+    const M: usize = 8;
+    let g = void.grid;
+    let r = b.axes();
+    let (bottom, c) = (b.centre[2] - 0.5 * b.size[2], b.size[2]);
+    let mut sum = 0.0;
+    for i in 0..M {
+        for j in 0..M {
+            let u = (i as f64 + 0.5) / M as f64 - 0.5;
+            let w = (j as f64 + 0.5) / M as f64 - 0.5;
+            let x = b.centre[0] + u * b.size[0] * r[(0, 0)] + w * b.size[1] * r[(0, 1)];
+            let y = b.centre[1] + u * b.size[0] * r[(1, 0)] + w * b.size[1] * r[(1, 1)];
+            let (col, row) = (((x - g.x0) / g.cell).floor(), ((y - g.y0) / g.cell).floor());
+            if col >= 0.0 && row >= 0.0 && (col as usize) < g.nx && (row as usize) < g.ny {
+                let k = row as usize * g.nx + col as usize;
+                sum += ((void.z_pre[k] - bottom) / c).clamp(0.0, 1.0);
+            }
+        }
+    }
+    sum / (M * M) as f64
 }
 
 /// First guess of the scale factor on every size that seeds `target` blocks in `volume`.

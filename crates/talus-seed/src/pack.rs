@@ -29,6 +29,8 @@ pub struct Paving {
     pub gap: f64,
     /// Free space between the floor and the lowest block of a column, m.
     pub clearance: f64,
+    /// Least fraction of a block's volume below the pre-event surface (1 = wholly).
+    pub min_inside: f64,
 }
 
 /// Geometric tolerance of the containment tests, m.
@@ -146,7 +148,7 @@ pub fn pave(
             let row = (0..nu)
                 .map(|i| {
                     let ctr = centre(i, j);
-                    let col = v.column(ctr, e1, e2, half, TOL).map(|mut col| {
+                    let col = v.column(ctr, e1, e2, half, TOL, c, p.min_inside).map(|mut col| {
                         // The simulation's terrain must not reach into the column.
                         if let Some(top) = terrain.and_then(|t| t.max_over(ctr, e1, e2, half)) {
                             col.floor = col.floor.max(top);

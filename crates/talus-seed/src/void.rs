@@ -10,6 +10,7 @@
 //! lowest `z_pre` of those cells.
 
 use serde::{Deserialize, Serialize};
+pub use talus_io::geo::Outline;
 
 /// Grid geometry as stored under `talus_schema::diff::GRID_KEY`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -38,8 +39,36 @@ pub struct Void {
 pub struct Column {
     /// Highest post-event surface under the footprint, m.
     pub floor: f64,
-    /// Lowest pre-event surface over the footprint, m.
+    /// Highest top of a block of height c over the footprint that keeps at least the
+    /// fraction `min_inside` of its volume below the pre-event surface (see
+    /// [`effective_ceiling`]); with `min_inside = 1`, the lowest pre-event surface over
+    /// the footprint, m.
     pub ceiling: f64,
+}
+
+/// The highest top T of a block of height `c` over cells of pre-event heights `z_pre`
+/// (each cell weighted equally) such that the fraction of the block below the pre-event
+/// surface, `φ(T) = (1/n) Σ_i clamp(z_i − (T − c), 0, c) / c`, is at least `min_inside`.
+/// φ is continuous and non-increasing, φ(min z) = 1 and φ(max z + c) = 0, so T is found
+/// by bisection; `min_inside = 1` gives `min z` exactly.
+pub fn effective_ceiling(z_pre: &[f64], c: f64, min_inside: f64) -> f64 {
+    let lo_z = z_pre.iter().copied().fold(f64::INFINITY, f64::min);
+    if min_inside >= 1.0 || z_pre.is_empty() {
+        return lo_z;
+    }
+    let hi_z = z_pre.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let phi = |t: f64| {
+        z_pre.iter().map(|z| (z - (t - c)).clamp(0.0, c)).sum::<f64>() / (z_pre.len() as f64 * c)
+    };
+    let (mut lo, mut hi) = (lo_z, hi_z + c);
+    for _ in 0..100 {
+        let mid = 0.5 * (lo + hi);
+        if mid <= lo || mid >= hi {
+            break;
+        }
+        if phi(mid) >= min_inside { lo = mid } else { hi = mid }
+    }
+    lo
 }
 
 impl Void {
@@ -70,8 +99,10 @@ impl Void {
 
     /// The column under a rectangle of centre `c` (x, y), unit axes `e1`, `e2` and half
     /// sizes `h` (m), shrunk by `tol` so that rectangles sharing a cell edge do not touch
-    /// the neighbouring cell. `None` when it touches a cell that is not fillable or lies
-    /// off the grid.
+    /// the neighbouring cell, for blocks of height `height` that keep at least the
+    /// fraction `min_inside` of their volume in the void. `None` when it touches a cell
+    /// that is not fillable or lies off the grid.
+    #[allow(clippy::too_many_arguments)]
     pub fn column(
         &self,
         c: [f64; 2],
@@ -79,6 +110,8 @@ impl Void {
         e2: [f64; 2],
         h: [f64; 2],
         tol: f64,
+        height: f64,
+        min_inside: f64,
     ) -> Option<Column> {
         let g = &self.grid;
         let (h1, h2) = (h[0] - tol, h[1] - tol);
@@ -95,7 +128,8 @@ impl Void {
         // Half-extent of a cell along e1 and e2 (for the separating-axis test).
         let s1 = half * (e1[0].abs() + e1[1].abs());
         let s2 = half * (e2[0].abs() + e2[1].abs());
-        let mut col = Column { floor: f64::NEG_INFINITY, ceiling: f64::INFINITY };
+        let mut floor = f64::NEG_INFINITY;
+        let mut tops = Vec::new();
         let axis_aligned = e1[0].abs() == 1.0 || e1[1].abs() == 1.0;
         for row in r0 as usize..=r1 as usize {
             for cc in c0 as usize..=c1 as usize {
@@ -114,81 +148,11 @@ impl Void {
                 if !self.fillable[i] {
                     return None;
                 }
-                col.floor = col.floor.max(self.z_post[i]);
-                col.ceiling = col.ceiling.min(self.z_pre[i]);
+                floor = floor.max(self.z_post[i]);
+                tops.push(self.z_pre[i]);
             }
         }
-        Some(col)
-    }
-}
-
-/// Scar outlines with a row-banded edge index for fast point-in-polygon queries.
-#[derive(Debug, Clone)]
-pub struct Outline {
-    edges: Vec<[f64; 4]>,
-    y0: f64,
-    band: f64,
-    bands: Vec<Vec<u32>>,
-}
-
-impl Outline {
-    /// Index the rings of `polygons` (every ring of every polygon; even-odd rule, so holes
-    /// are holes) in bands of height `band` (m).
-    pub fn new(polygons: &[Vec<Vec<[f64; 2]>>], band: f64) -> Self {
-        let mut edges = Vec::new();
-        for ring in polygons.iter().flatten() {
-            for w in ring.windows(2) {
-                edges.push([w[0][0], w[0][1], w[1][0], w[1][1]]);
-            }
-            if let (Some(f), Some(l)) = (ring.first(), ring.last())
-                && f != l
-            {
-                edges.push([l[0], l[1], f[0], f[1]]);
-            }
-        }
-        let y0 = edges.iter().map(|e| e[1].min(e[3])).fold(f64::INFINITY, f64::min);
-        let y1 = edges.iter().map(|e| e[1].max(e[3])).fold(f64::NEG_INFINITY, f64::max);
-        let n = if edges.is_empty() { 0 } else { ((y1 - y0) / band).floor() as usize + 1 };
-        let mut bands = vec![Vec::new(); n];
-        for (i, e) in edges.iter().enumerate() {
-            let b0 = ((e[1].min(e[3]) - y0) / band).floor() as usize;
-            let b1 = (((e[1].max(e[3]) - y0) / band).floor() as usize).min(n - 1);
-            for b in bands.iter_mut().take(b1 + 1).skip(b0) {
-                b.push(i as u32);
-            }
-        }
-        Outline { edges, y0, band, bands }
-    }
-
-    fn band_of(&self, y: f64) -> Option<usize> {
-        let b = ((y - self.y0) / self.band).floor();
-        (b >= 0.0 && (b as usize) < self.bands.len()).then_some(b as usize)
-    }
-
-    /// Even-odd point-in-polygon; points within `tol` (m) of an edge count as inside.
-    pub fn contains(&self, x: f64, y: f64, tol: f64) -> bool {
-        let mut inside = false;
-        if let Some(b) = self.band_of(y) {
-            for &i in &self.bands[b] {
-                let [ax, ay, bx, by] = self.edges[i as usize];
-                if (ay > y) != (by > y) && x < ax + (y - ay) * (bx - ax) / (by - ay) {
-                    inside = !inside;
-                }
-            }
-        }
-        if inside || tol <= 0.0 {
-            return inside;
-        }
-        let lo = self.band_of(y - tol).unwrap_or(0);
-        let hi = self.band_of(y + tol).unwrap_or(self.bands.len().saturating_sub(1));
-        (lo..=hi.min(self.bands.len().saturating_sub(1))).flat_map(|b| &self.bands[b]).any(|&i| {
-            let [ax, ay, bx, by] = self.edges[i as usize];
-            let (dx, dy) = (bx - ax, by - ay);
-            let l2 = dx * dx + dy * dy;
-            let t =
-                if l2 > 0.0 { (((x - ax) * dx + (y - ay) * dy) / l2).clamp(0.0, 1.0) } else { 0.0 };
-            (ax + t * dx - x).powi(2) + (ay + t * dy - y).powi(2) <= tol * tol
-        })
+        Some(Column { floor, ceiling: effective_ceiling(&tops, height, min_inside) })
     }
 }
 

@@ -403,3 +403,66 @@ fn blocks_clear_the_post_event_tin() {
         );
     }
 }
+
+#[test]
+fn effective_ceiling_closed_forms() {
+    use talus_seed::void::effective_ceiling;
+    // Wholly inside: the lowest pre-event height.
+    assert_eq!(effective_ceiling(&[3.0, 1.0, 2.0], 10.0, 1.0), 1.0);
+    // Cells at 0 and 10, c = 10, f = 0.75: φ(T) = (20 − T)/20 on [0, 10], so T = 5
+    // (block [−5, 5]: half inside over the first cell, wholly over the second).
+    assert!((effective_ceiling(&[0.0, 10.0], 10.0, 0.75) - 5.0).abs() < 1e-9);
+    // One cell: φ(T) = (z − T + c)/c, so T = z + (1 − f) c.
+    assert!((effective_ceiling(&[7.0], 4.0, 0.25) - 10.0).abs() < 1e-9);
+    // Monotone in f.
+    let z = [0.0, 2.0, 9.0, 4.0];
+    let t: Vec<f64> = [1.0, 0.9, 0.6, 0.3].iter().map(|&f| effective_ceiling(&z, 6.0, f)).collect();
+    assert!(t.windows(2).all(|w| w[0] < w[1]), "{t:?}");
+}
+
+/// `min_inside = 0.5` on the cliff scar: more blocks than strict containment, still
+/// disjoint, none below the post-event surface, and (sampled over each footprint, area
+/// weighted) about half or more of each block below the pre-event surface.
+#[test]
+fn partial_containment_seeds_more_and_keeps_its_fraction_inside() {
+    let (v, o) = cliff(30f64.to_radians(), 60.0);
+    let strict = seed(&Config::default(), &v, Some(&o), Path::new("c"), &NoProgress).unwrap();
+    let half = Config { min_inside: 0.5, ..Config::default() };
+    let s = seed(&half, &v, Some(&o), Path::new("c"), &NoProgress).unwrap();
+    println!(
+        "strict {} blocks ({:.3}), min_inside 0.5: {} blocks ({:.3})",
+        strict.summary.blocks,
+        strict.summary.fill_fraction,
+        s.summary.blocks,
+        s.summary.fill_fraction
+    );
+    assert!(s.summary.blocks as f64 > 1.2 * strict.summary.blocks as f64);
+    assert_disjoint(&s.blocks);
+    let g = v.grid;
+    let cell_of = |x: f64, y: f64| {
+        let c = ((x - g.x0) / g.cell).floor() as usize;
+        let r = ((y - g.y0) / g.cell).floor() as usize;
+        r * g.nx + c
+    };
+    let mut worst = f64::INFINITY;
+    for (k, b) in s.blocks.iter().enumerate() {
+        let r = b.axes();
+        let (bottom, c) = (b.centre[2] - 0.5 * b.size[2], b.size[2]);
+        let mut inside = 0.0;
+        let m = 24;
+        for i in 0..m {
+            for j in 0..m {
+                let (u, w) = ((i as f64 + 0.5) / m as f64 - 0.5, (j as f64 + 0.5) / m as f64 - 0.5);
+                let x = b.centre[0] + u * b.size[0] * r[(0, 0)] + w * b.size[1] * r[(0, 1)];
+                let y = b.centre[1] + u * b.size[0] * r[(1, 0)] + w * b.size[1] * r[(1, 1)];
+                let i = cell_of(x, y);
+                assert!(v.fillable[i], "block {k} leaves the scar");
+                assert!(bottom >= v.z_post[i] - 1e-6, "block {k} below the post-event surface");
+                inside += (v.z_pre[i] - bottom).clamp(0.0, c) / c;
+            }
+        }
+        worst = worst.min(inside / (m * m) as f64);
+    }
+    println!("least sampled fraction inside: {worst:.3}");
+    assert!(worst > 0.4, "{worst}");
+}

@@ -7,7 +7,10 @@
 //!
 //! 1. keep the configured classes (ground, 2) inside the region of interest (whole extent,
 //!    a bounding box, or the convex hull of the diff's scar/deposit zones grown by a
-//!    buffer, so the runout path between them is covered);
+//!    buffer, so the runout path between them is covered); with `surface = "bed"` the
+//!    points inside the diff's deposit zones come from the pre-event survey instead, so
+//!    the TIN is the bed the collapse ran on (scar surface kept, deposit removed):
+//!    $z_{bed} = z_{pre}$ in the deposit zones, $z_{post}$ elsewhere;
 //! 2. merge duplicate (x, y) within a tolerance (keep lowest / highest / mean);
 //! 3. choose the vertices ([`simplify`]): every point, greedy error-driven insertion
 //!    (target vertex count and/or maximum vertical error), or grid thinning;
@@ -80,12 +83,29 @@ pub enum Simplify {
     Grid,
 }
 
+/// Which ground surface the TIN carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Surface {
+    /// The post-event ground as surveyed (the thesis's terrain, §6.2). The deposit is part
+    /// of it: blocks released from the scar meet the surveyed deposit as a mound.
+    Post,
+    /// The bed the collapse ran on: the post-event ground outside the diff's deposit zones
+    /// and the pre-event ground inside them (deposit removed, scar kept), as rockfall and
+    /// rock-avalanche back-analyses use. Needs the pre-event points (`--pre`) and the zones
+    /// (`--zones`).
+    Bed,
+}
+
 /// Options of `talus terrain`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     /// ASPRS classes triangulated (2 = ground); an empty list keeps every point.
     pub classes: Vec<u8>,
+    /// Ground surface: `post` (as surveyed) or `bed` (deposit zones replaced by the
+    /// pre-event ground).
+    pub surface: Surface,
     /// Region of interest: `extent`, `bbox` or `zones`.
     pub region: Region,
     /// Bounding box `[xmin, ymin, xmax, ymax]`, m (required when `region = "bbox"`).
@@ -118,6 +138,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             classes: vec![2],
+            surface: Surface::Post,
             region: Region::Extent,
             bbox: None,
             buffer: 150.0,
@@ -220,6 +241,8 @@ pub struct Summary {
     pub misfit: simplify::Misfit,
     /// Simplification rounds.
     pub rounds: usize,
+    /// With `surface = "bed"`: what was replaced.
+    pub bed: Option<BedSummary>,
 }
 
 /// Points of the kept classes, the number of points read and the input's CRS.
@@ -254,21 +277,9 @@ pub fn region(
                     "region = \"zones\" needs the diff's zones file (--zones)".into(),
                 )
             })?;
-            let t = talus_io::read_table(path, &talus_schema::diff::zones_schema())?;
-            let kinds = t.strings("kind")?;
-            let geoms = t.binaries("geometry")?;
-            let mut outline = Vec::new();
-            for (k, g) in kinds.iter().zip(&geoms) {
-                if !config.zone_kinds.iter().any(|z| z.label() == k) {
-                    continue;
-                }
-                let polys =
-                    talus_io::geo::parse_wkb_polygons(g).ok_or_else(|| TerrainError::Input {
-                        path: path.to_path_buf(),
-                        message: "a zone geometry is not a WKB Polygon/MultiPolygon".into(),
-                    })?;
-                outline.extend(polys.into_iter().flat_map(|p| p.into_iter().next()).flatten());
-            }
+            let polygons = zone_polygons(path, &config.zone_kinds)?;
+            let outline: Vec<[f64; 2]> =
+                polygons.iter().filter_map(|p| p.first()).flatten().copied().collect();
             if outline.is_empty() {
                 let names: Vec<_> = config.zone_kinds.iter().map(|k| k.label()).collect();
                 return Err(TerrainError::Input {
@@ -280,6 +291,64 @@ pub fn region(
         }
     }
 }
+
+/// A polygon: its outer ring then its holes, each a list of (x, y) vertices.
+pub type Polygon = Vec<Vec<[f64; 2]>>;
+
+/// The polygons (holes included) of the zones of the given kinds in a zones table.
+pub fn zone_polygons(path: &Path, kinds: &[ZoneKind]) -> Result<Vec<Polygon>, TerrainError> {
+    let t = talus_io::read_table(path, &talus_schema::diff::zones_schema())?;
+    let labels = t.strings("kind")?;
+    let geoms = t.binaries("geometry")?;
+    let mut polygons = Vec::new();
+    for (k, g) in labels.iter().zip(&geoms) {
+        if !kinds.iter().any(|z| z.label() == k) {
+            continue;
+        }
+        let polys = talus_io::geo::parse_wkb_polygons(g).ok_or_else(|| TerrainError::Input {
+            path: path.to_path_buf(),
+            message: "a zone geometry is not a WKB Polygon/MultiPolygon".into(),
+        })?;
+        polygons.extend(polys);
+    }
+    Ok(polygons)
+}
+
+/// How the bed surface was put together (`surface = "bed"`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct BedSummary {
+    /// Polygons of the deposit zones (a zone may have several), inside which the
+    /// post-event points were replaced.
+    pub deposit_polygons: usize,
+    /// Post-event points dropped inside the deposit zones.
+    pub post_points_dropped: usize,
+    /// Pre-event points taken inside the deposit zones.
+    pub pre_points_used: usize,
+}
+
+/// The bed the collapse ran on: `post` outside the deposit `polygons`, `pre` inside them.
+pub fn bed_points(
+    post: Vec<[f64; 3]>,
+    pre: Vec<[f64; 3]>,
+    polygons: &[Polygon],
+) -> (Vec<[f64; 3]>, BedSummary) {
+    let mut summary = BedSummary { deposit_polygons: polygons.len(), ..BedSummary::default() };
+    if polygons.is_empty() {
+        return (post, summary);
+    }
+    let outline = talus_io::geo::Outline::new(polygons, BED_BAND);
+    let n_post = post.len();
+    let mut out: Vec<[f64; 3]> =
+        post.into_iter().filter(|p| !outline.contains(p[0], p[1], 0.0)).collect();
+    summary.post_points_dropped = n_post - out.len();
+    let kept_post = out.len();
+    out.extend(pre.into_iter().filter(|p| outline.contains(p[0], p[1], 0.0)));
+    summary.pre_points_used = out.len() - kept_post;
+    (out, summary)
+}
+
+/// Height of the bands of the deposit outline's edge index, m.
+const BED_BAND: f64 = 5.0;
 
 /// Build the TIN from points already read: region, duplicates, simplification.
 pub fn build(
@@ -312,26 +381,67 @@ pub fn build(
 
 /// Run the stage: `points` (a points table) -> `out_dir/{vertices,triangles}.parquet`,
 /// `out_dir/terrain.ply` (and `terrain.obj`).
+///
+/// With `surface = "bed"`, `pre` (the pre-event points table, in the same CRS) and `zones`
+/// are required: inside the deposit zones the pre-event points replace the post-event ones.
 pub fn run(
     config: &Config,
     points: &Path,
+    pre: Option<&Path>,
     zones: Option<&Path>,
     out_dir: &Path,
     progress: &dyn Progress,
 ) -> Result<Summary, TerrainError> {
     config.validate()?;
     let region = region(config, zones)?;
-    let (pts, read, crs) = read_points(config, points)?;
+    let (mut pts, read, crs) = read_points(config, points)?;
     if pts.is_empty() {
         return Err(TerrainError::Input {
             path: points.to_path_buf(),
             message: format!("no point of classes {:?}", config.classes),
         });
     }
+    let mut bed = None;
+    let mut inputs = vec![points.to_path_buf()];
+    if config.surface == Surface::Bed {
+        let (Some(pre), Some(zones)) = (pre, zones) else {
+            return Err(TerrainError::Config(
+                "surface = \"bed\" needs the pre-event points (--pre) and the diff's zones (--zones)"
+                    .into(),
+            ));
+        };
+        let (pre_pts, _, pre_crs) = read_points(config, pre)?;
+        let same = match (&crs, &pre_crs) {
+            (Some(a), Some(b)) => a.same_as(b),
+            (None, None) => true,
+            _ => false,
+        };
+        if !same {
+            let label = |c: &Option<talus_io::Crs>| {
+                c.as_ref().map_or_else(|| "an unknown CRS".to_string(), talus_io::Crs::label)
+            };
+            return Err(TerrainError::Input {
+                path: pre.to_path_buf(),
+                message: format!(
+                    "is in {}, but the post-event points {} are in {}: the bed surface needs both surveys in one CRS",
+                    label(&pre_crs),
+                    points.display(),
+                    label(&crs)
+                ),
+            });
+        }
+        let polygons = zone_polygons(zones, &[ZoneKind::Deposit])?;
+        let (merged, s) = bed_points(pts, pre_pts, &polygons);
+        pts = merged;
+        bed = Some(s);
+        inputs.push(pre.to_path_buf());
+        if config.region != Region::Zones {
+            inputs.push(zones.to_path_buf());
+        }
+    }
     let (s, kept, merged) = build(config, pts, region.as_ref(), progress)
         .map_err(|source| TerrainError::Tin { path: points.to_path_buf(), source })?;
     let tin = &s.tin;
-    let mut inputs = vec![points.to_path_buf()];
     inputs.extend(zones.filter(|_| config.region == Region::Zones).map(Path::to_path_buf));
     let prov = talus_io::Provenance::new("terrain", env!("CARGO_PKG_VERSION"), config)
         .with_inputs(&inputs)?
@@ -347,5 +457,6 @@ pub fn run(
         area_3d,
         misfit: s.misfit,
         rounds: s.rounds,
+        bed,
     })
 }

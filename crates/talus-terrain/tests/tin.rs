@@ -5,7 +5,9 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::sync::Arc;
 use talus_io::NoProgress;
-use talus_terrain::{Config, Duplicates, Region, Simplify, Tin, TinError, build, simplify};
+use talus_terrain::{
+    Config, Duplicates, Region, Simplify, Surface, Tin, TinError, build, simplify,
+};
 
 fn random_points(n: usize, seed: u64, f: impl Fn(f64, f64) -> f64) -> Vec<[f64; 3]> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -194,7 +196,7 @@ fn stage_writes_valid_files_for_a_bbox_and_refuses_bad_input() {
         obj: true,
         ..Config::default()
     };
-    let s = talus_terrain::run(&config, &input, None, &out, &NoProgress).unwrap();
+    let s = talus_terrain::run(&config, &input, None, None, &out, &NoProgress).unwrap();
     assert!((s.area_2d - 200.0 * 200.0).abs() < 1e-6, "{}", s.area_2d);
     let tin = talus_terrain::export::read_tin(&out).unwrap();
     assert!(tin.is_valid());
@@ -213,7 +215,7 @@ fn stage_writes_valid_files_for_a_bbox_and_refuses_bad_input() {
     assert!(out.join("terrain.obj").exists());
     // Same input, same bytes.
     let out2 = dir.path().join("terrain2");
-    talus_terrain::run(&config, &input, None, &out2, &NoProgress).unwrap();
+    talus_terrain::run(&config, &input, None, None, &out2, &NoProgress).unwrap();
     for f in ["vertices.parquet", "triangles.parquet", "terrain.ply"] {
         assert_eq!(
             std::fs::read(out.join(f)).unwrap(),
@@ -228,14 +230,136 @@ fn stage_writes_valid_files_for_a_bbox_and_refuses_bad_input() {
         ..Config::default()
     };
     let out3 = dir.path().join("terrain3");
-    let e = talus_terrain::run(&empty, &input, None, &out3, &NoProgress).unwrap_err().to_string();
+    let e =
+        talus_terrain::run(&empty, &input, None, None, &out3, &NoProgress).unwrap_err().to_string();
     assert!(e.contains("post.parquet") && e.contains("0 distinct point"), "{e}");
     assert!(!out3.exists());
     // region = zones without a zones file.
     let zones = Config { region: Region::Zones, ..Config::default() };
-    let e = talus_terrain::run(&zones, &input, None, &out3, &NoProgress).unwrap_err().to_string();
+    let e =
+        talus_terrain::run(&zones, &input, None, None, &out3, &NoProgress).unwrap_err().to_string();
     assert!(e.contains("--zones"), "{e}");
     let greedy_no_stop = Config { simplify: Simplify::Greedy, ..Config::default() };
     assert!(greedy_no_stop.validate().is_err());
     let _ = simplify::Misfit::default();
+}
+
+fn write_points_in(path: &std::path::Path, pts: &[[f64; 3]], epsg: u32) {
+    write_points(path, pts, |_| 2);
+    if epsg != 32620 {
+        let t = talus_io::read_table(path, &talus_schema::points::core_schema()).unwrap();
+        let prov = talus_io::Provenance::new("ingest", "0", &0)
+            .with_crs(Some(talus_io::Crs::from_epsg(epsg)));
+        let schema = Arc::new(talus_schema::points::core_schema());
+        talus_io::write_parquet(path, schema, &t.batches, &prov).unwrap();
+    }
+}
+
+fn write_zones(path: &std::path::Path, zones: &[(&str, Vec<Vec<[f64; 2]>>)]) {
+    use arrow::array::{ArrayRef, BinaryArray, Float64Array, Int32Array, RecordBatch};
+    use arrow::array::{StringArray, UInt32Array};
+    let n = zones.len();
+    let f = |v: f64| Arc::new(Float64Array::from(vec![v; n])) as ArrayRef;
+    let schema = Arc::new(talus_schema::diff::zones_schema());
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(Int32Array::from_iter_values(0..n as i32)),
+        Arc::new(StringArray::from_iter_values(zones.iter().map(|z| z.0))),
+        f(1.0),
+        f(1.0),
+        f(0.1),
+        Arc::new(UInt32Array::from(vec![1; n])),
+        f(0.0),
+        f(0.0),
+        f(0.0),
+        f(0.0),
+        Arc::new(BinaryArray::from_iter_values(
+            zones.iter().map(|z| talus_io::geo::wkb_polygon(&z.1)),
+        )),
+    ];
+    let b = RecordBatch::try_new(schema.clone(), cols).unwrap();
+    talus_io::write_parquet(path, schema, &[b], &talus_io::Provenance::new("diff", "0", &0))
+        .unwrap();
+}
+
+/// `surface = "bed"`: inside the deposit zones (holes excepted) the TIN is the pre-event
+/// ground, elsewhere (scar included) the post-event ground; bad calls are refused.
+#[test]
+fn bed_surface_takes_the_pre_event_ground_inside_the_deposit() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = |x: f64, y: f64| 300.0 + 0.1 * x + 0.05 * y;
+    let rect = |x0: f64, y0: f64, x1: f64, y1: f64| vec![[x0, y0], [x1, y0], [x1, y1], [x0, y1]];
+    let in_rect =
+        |p: [f64; 2], r: [f64; 4]| p[0] > r[0] && p[0] < r[2] && p[1] > r[1] && p[1] < r[3];
+    let (deposit, hole, scar) =
+        ([100.0, 100.0, 300.0, 200.0], [180.0, 140.0, 220.0, 160.0], [0.0, 250.0, 50.0, 300.0]);
+    let grid: Vec<[f64; 2]> = (0..=80)
+        .flat_map(|i| (0..=60).map(move |j| [i as f64 * 5.0 + 2.5, j as f64 * 5.0 + 2.5]))
+        .collect();
+    // The post-event ground: a 30 m mound on the deposit (its hole too), a 10 m scar.
+    let post_z = |p: [f64; 2]| {
+        plane(p[0], p[1]) + if in_rect(p, deposit) { 30.0 } else { 0.0 }
+            - if in_rect(p, scar) { 10.0 } else { 0.0 }
+    };
+    let pre: Vec<[f64; 3]> = grid.iter().map(|p| [p[0], p[1], plane(p[0], p[1])]).collect();
+    let post: Vec<[f64; 3]> = grid.iter().map(|p| [p[0], p[1], post_z(*p)]).collect();
+    let (pre_path, post_path, zones) =
+        (dir.path().join("pre.parquet"), dir.path().join("post.parquet"), dir.path().join("z.pq"));
+    write_points_in(&pre_path, &pre, 32620);
+    write_points_in(&post_path, &post, 32620);
+    let d = deposit;
+    let h = hole;
+    write_zones(
+        &zones,
+        &[
+            ("deposit", vec![rect(d[0], d[1], d[2], d[3]), rect(h[0], h[1], h[2], h[3])]),
+            ("scar", vec![rect(scar[0], scar[1], scar[2], scar[3])]),
+        ],
+    );
+    let config = Config { surface: Surface::Bed, ..Config::default() };
+    let out = dir.path().join("bed");
+    let s =
+        talus_terrain::run(&config, &post_path, Some(&pre_path), Some(&zones), &out, &NoProgress)
+            .unwrap();
+    let replaced = grid.iter().filter(|p| in_rect(**p, deposit) && !in_rect(**p, hole)).count();
+    let b = s.bed.unwrap();
+    assert_eq!(
+        (b.deposit_polygons, b.post_points_dropped, b.pre_points_used),
+        (1, replaced, replaced)
+    );
+    assert_eq!(s.vertices, grid.len());
+    let tin = talus_terrain::export::read_tin(&out).unwrap();
+    // At the data points (vertices) the TIN is exact; between them, away from the zone
+    // edges, it is the plane (pre) or plane + constant (post).
+    for p in &grid {
+        let z = tin.interpolate(p[0], p[1]).unwrap();
+        let want =
+            if in_rect(*p, deposit) && !in_rect(*p, hole) { plane(p[0], p[1]) } else { post_z(*p) };
+        assert!((z - want).abs() < 1e-9, "{p:?}: {z} vs {want}");
+    }
+    // The default surface keeps the mound.
+    let out_post = dir.path().join("post");
+    let s = talus_terrain::run(
+        &Config::default(),
+        &post_path,
+        Some(&pre_path),
+        Some(&zones),
+        &out_post,
+        &NoProgress,
+    )
+    .unwrap();
+    assert!(s.bed.is_none());
+    let tin = talus_terrain::export::read_tin(&out_post).unwrap();
+    assert!((tin.interpolate(150.0, 120.0).unwrap() - plane(150.0, 120.0) - 30.0).abs() < 1e-9);
+
+    // Refused: no pre-event points; pre-event points in another CRS (named).
+    let e = talus_terrain::run(&config, &post_path, None, Some(&zones), &out, &NoProgress)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("--pre"), "{e}");
+    let other = dir.path().join("pre_utm21.parquet");
+    write_points_in(&other, &pre, 32621);
+    let e = talus_terrain::run(&config, &post_path, Some(&other), Some(&zones), &out, &NoProgress)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("pre_utm21.parquet") && e.contains("CRS"), "{e}");
 }

@@ -94,5 +94,13 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
         100.0 * s.fill_fraction,
         args.out.display()
     ));
+    if s.volume_in_void < s.seeded_volume {
+        ctx.say(format!(
+            "seed: {:.0} m³ of the blocks lie below the pre-event surface ({:.1} % of the volume to fill; min_inside = {})",
+            s.volume_in_void,
+            100.0 * s.volume_in_void / s.volume_to_fill.max(f64::MIN_POSITIVE),
+            config.min_inside
+        ));
+    }
     Ok(())
 }

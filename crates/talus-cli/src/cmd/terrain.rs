@@ -9,7 +9,11 @@ pub struct Args {
     /// Points table (output of `talus ingest`), usually the post-event survey.
     #[arg(long, value_name = "POINTS.parquet")]
     pub points: PathBuf,
-    /// Zones of `talus diff` (needed when `region = "zones"`).
+    /// Pre-event points table (needed when `surface = "bed"`: it replaces the post-event
+    /// ground inside the deposit zones).
+    #[arg(long, value_name = "PRE.parquet")]
+    pub pre: Option<PathBuf>,
+    /// Zones of `talus diff` (needed when `region = "zones"` or `surface = "bed"`).
     #[arg(long, value_name = "ZONES.parquet")]
     pub zones: Option<PathBuf>,
     /// Output directory: vertices.parquet, triangles.parquet, terrain.ply (terrain.obj).
@@ -30,8 +34,20 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
     };
     config.validate()?;
     let progress = crate::progress::Bars::new(ctx.quiet);
-    let s =
-        talus_terrain::run(&config, &args.points, args.zones.as_deref(), &args.out_dir, &progress)?;
+    let s = talus_terrain::run(
+        &config,
+        &args.points,
+        args.pre.as_deref(),
+        args.zones.as_deref(),
+        &args.out_dir,
+        &progress,
+    )?;
+    if let Some(b) = s.bed {
+        ctx.say(format!(
+            "terrain: bed surface: {} post-event points inside the deposit zones ({} polygons) replaced by {} pre-event points",
+            b.post_points_dropped, b.deposit_polygons, b.pre_points_used
+        ));
+    }
     ctx.say(format!(
         "terrain: {} vertices, {} triangles from {} of {} points ({} duplicates merged); {:.0} m² planimetric, {:.0} m² surface; misfit of left-out points max {:.3} m, rms {:.3} m -> {}",
         s.vertices,
