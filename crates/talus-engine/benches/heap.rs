@@ -10,6 +10,9 @@
 //! Environment:
 //! * TALUS_THESIS_DIR (default ../shared/data/thesis-granular beside the repository);
 //! * TALUS_BENCH_SOLVER = warm | clarabel (default warm);
+//! * TALUS_BENCH_WARM_ITERATIONS = Newton iterations of the warm solver per QP before it
+//!   falls back to Clarabel (default 200: at N = 3000, 50 left 266 fallback steps and
+//!   took twice as long);
 //! * TALUS_BENCH_DENSE = comma-separated `dense_max_bodies` values, each case is run once
 //!   per value (default: the method's default, 4 for warm, 0 for clarabel), e.g. `0,2` for
 //!   before/after the dense solver of small islands in the same run;
@@ -249,7 +252,7 @@ fn main() {
         }
         _ => SolverConfig::Warm {
             tolerance: 1e-9,
-            max_iterations: 50,
+            max_iterations: env_or("TALUS_BENCH_WARM_ITERATIONS", 200),
             fallback_tolerance: 1e-9,
             dense_max_bodies: talus_engine::config::DENSE_MAX_BODIES,
         },
