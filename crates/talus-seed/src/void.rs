@@ -7,7 +7,9 @@
 //! `Σ (z_pre − z_post)⁺ · cell²` over the scar's cells (the diff's own loss volume), and
 //! "a block lies in the void" is checked exactly: every cell its footprint touches is a
 //! scar cell, the block's bottom is above the highest `z_post` and its top below the
-//! lowest `z_pre` of those cells.
+//! lowest `z_pre` of those cells. With `min_inside` = f < 1 the top may rise to the
+//! [`effective_ceiling`] instead: the block keeps at least the fraction f of its height
+//! below `z_pre` on average over those cells.
 
 use serde::{Deserialize, Serialize};
 pub use talus_io::geo::Outline;
