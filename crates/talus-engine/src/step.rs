@@ -106,7 +106,9 @@ pub struct JumpReport {
     /// "mixed" when several of them), followed by "+dense" when the dense solver solved
     /// some islands ("dense" alone when it solved all of them).
     pub solver: String,
-    /// Worst status over the islands ("Solved" when all are).
+    /// Worst status over the islands: "Solved" when all are; `SolvedWithoutSeparation (…)`
+    /// when an island was solved only by the retry without separation velocities (the
+    /// first attempt's status in brackets); else the status of an island not solved.
     pub status: String,
     pub iterations: u32,
     pub r_prim: f64,
@@ -459,6 +461,13 @@ pub fn step_with_friction(
                 rep.islands_dense += 1;
             }
             SolverUsed::None => {}
+        }
+        if o.solved && o.fallback && o.status.starts_with("SolvedWithoutSeparation") {
+            // Solved, but only after dropping the separation velocities: say so unless
+            // the step already has a worse status.
+            if rep.status == "Solved" {
+                rep.status = o.status.clone();
+            }
         }
         if !o.solved {
             rep.status = o.status.clone();
