@@ -359,19 +359,12 @@ fn check_crs(
     post: &Path,
     b: &Option<Crs>,
 ) -> Result<Option<Crs>, Error> {
-    let label =
-        |c: &Option<Crs>| c.as_ref().map_or_else(|| "an unknown CRS".to_string(), Crs::label);
-    let same = match (a, b) {
-        (Some(x), Some(y)) => x.same_as(y),
-        (None, None) => true,
-        _ => false,
-    };
-    if !same && !config.same_crs {
+    if !Crs::same_recorded(a, b) && !config.same_crs {
         return Err(Error::CrsMismatch {
             pre: pre.to_path_buf(),
-            pre_crs: label(a),
+            pre_crs: Crs::label_recorded(a),
             post: post.to_path_buf(),
-            post_crs: label(b),
+            post_crs: Crs::label_recorded(b),
         });
     }
     Ok(a.clone().or_else(|| b.clone()))

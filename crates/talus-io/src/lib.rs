@@ -124,6 +124,21 @@ impl Crs {
         }
     }
 
+    /// Whether two recorded CRS, either possibly absent, are the same: both absent, or
+    /// both present and [`Crs::same_as`].
+    pub fn same_recorded(a: &Option<Crs>, b: &Option<Crs>) -> bool {
+        match (a, b) {
+            (Some(a), Some(b)) => a.same_as(b),
+            (None, None) => true,
+            _ => false,
+        }
+    }
+
+    /// [`Crs::label`] of a recorded CRS, `an unknown CRS` when absent.
+    pub fn label_recorded(c: &Option<Crs>) -> String {
+        c.as_ref().map_or_else(|| "an unknown CRS".to_string(), Crs::label)
+    }
+
     /// A short human description (`EPSG:32620`, the WKT's name, or `unknown`).
     pub fn label(&self) -> String {
         if let Some(code) = self.epsg {

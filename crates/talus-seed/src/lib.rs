@@ -194,7 +194,7 @@ pub struct Summary {
     /// seeded_volume / volume_to_fill.
     pub fill_fraction: f64,
     /// Part of the seeded volume below the pre-event surface (each footprint sampled on
-    /// an 8 × 8 grid), m³; equals `seeded_volume` with `min_inside = 1`.
+    /// an 8 × 8 grid), m³; `seeded_volume` (to rounding) with `min_inside = 1`.
     pub volume_in_void: f64,
     /// Total mass, kg.
     pub mass: f64,
@@ -403,11 +403,7 @@ pub fn seed_above(
         return Err(SeedError::NothingFits { size: config.size, volume, cells });
     }
     let seeded: f64 = blocks.iter().map(Block::volume).sum();
-    let volume_in_void = if config.min_inside >= 1.0 {
-        seeded
-    } else {
-        blocks.iter().map(|b| b.volume() * fraction_below(b, void)).sum()
-    };
+    let volume_in_void = blocks.iter().map(|b| b.volume() * fraction_below(b, void)).sum();
     let summary = Summary {
         blocks: blocks.len(),
         classes,

@@ -411,22 +411,14 @@ pub fn run(
             ));
         };
         let (pre_pts, _, pre_crs) = read_points(config, pre)?;
-        let same = match (&crs, &pre_crs) {
-            (Some(a), Some(b)) => a.same_as(b),
-            (None, None) => true,
-            _ => false,
-        };
-        if !same {
-            let label = |c: &Option<talus_io::Crs>| {
-                c.as_ref().map_or_else(|| "an unknown CRS".to_string(), talus_io::Crs::label)
-            };
+        if !talus_io::Crs::same_recorded(&crs, &pre_crs) {
             return Err(TerrainError::Input {
                 path: pre.to_path_buf(),
                 message: format!(
                     "is in {}, but the post-event points {} are in {}: the bed surface needs both surveys in one CRS",
-                    label(&pre_crs),
+                    talus_io::Crs::label_recorded(&pre_crs),
                     points.display(),
-                    label(&crs)
+                    talus_io::Crs::label_recorded(&crs)
                 ),
             });
         }
@@ -435,14 +427,13 @@ pub fn run(
         pts = merged;
         bed = Some(s);
         inputs.push(pre.to_path_buf());
-        if config.region != Region::Zones {
-            inputs.push(zones.to_path_buf());
-        }
     }
     let (s, kept, merged) = build(config, pts, region.as_ref(), progress)
         .map_err(|source| TerrainError::Tin { path: points.to_path_buf(), source })?;
     let tin = &s.tin;
-    inputs.extend(zones.filter(|_| config.region == Region::Zones).map(Path::to_path_buf));
+    // The zones are an input when they shape the region or the bed.
+    let zones_used = config.region == Region::Zones || config.surface == Surface::Bed;
+    inputs.extend(zones.filter(|_| zones_used).map(Path::to_path_buf));
     let prov = talus_io::Provenance::new("terrain", env!("CARGO_PKG_VERSION"), config)
         .with_inputs(&inputs)?
         .with_crs(crs);

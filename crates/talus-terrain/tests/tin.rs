@@ -158,6 +158,16 @@ fn duplicates_and_degenerate_input() {
 }
 
 fn write_points(path: &std::path::Path, pts: &[[f64; 3]], class: impl Fn(usize) -> u8) {
+    write_points_in(path, pts, class, 32620);
+}
+
+/// Ground points (classes from `class`) in EPSG:`epsg`.
+fn write_points_in(
+    path: &std::path::Path,
+    pts: &[[f64; 3]],
+    class: impl Fn(usize) -> u8,
+    epsg: u32,
+) {
     use arrow::array::{ArrayRef, Float64Array, RecordBatch, UInt8Array};
     let schema = Arc::new(talus_schema::points::core_schema());
     let cols: Vec<ArrayRef> = vec![
@@ -167,8 +177,8 @@ fn write_points(path: &std::path::Path, pts: &[[f64; 3]], class: impl Fn(usize) 
         Arc::new(UInt8Array::from_iter_values((0..pts.len()).map(class))),
     ];
     let b = RecordBatch::try_new(schema.clone(), cols).unwrap();
-    let prov = talus_io::Provenance::new("ingest", "0", &0)
-        .with_crs(Some(talus_io::Crs::from_epsg(32620)));
+    let prov =
+        talus_io::Provenance::new("ingest", "0", &0).with_crs(Some(talus_io::Crs::from_epsg(epsg)));
     talus_io::write_parquet(path, schema, &[b], &prov).unwrap();
 }
 
@@ -244,17 +254,6 @@ fn stage_writes_valid_files_for_a_bbox_and_refuses_bad_input() {
     let _ = simplify::Misfit::default();
 }
 
-fn write_points_in(path: &std::path::Path, pts: &[[f64; 3]], epsg: u32) {
-    write_points(path, pts, |_| 2);
-    if epsg != 32620 {
-        let t = talus_io::read_table(path, &talus_schema::points::core_schema()).unwrap();
-        let prov = talus_io::Provenance::new("ingest", "0", &0)
-            .with_crs(Some(talus_io::Crs::from_epsg(epsg)));
-        let schema = Arc::new(talus_schema::points::core_schema());
-        talus_io::write_parquet(path, schema, &t.batches, &prov).unwrap();
-    }
-}
-
 fn write_zones(path: &std::path::Path, zones: &[(&str, Vec<Vec<[f64; 2]>>)]) {
     use arrow::array::{ArrayRef, BinaryArray, Float64Array, Int32Array, RecordBatch};
     use arrow::array::{StringArray, UInt32Array};
@@ -304,8 +303,8 @@ fn bed_surface_takes_the_pre_event_ground_inside_the_deposit() {
     let post: Vec<[f64; 3]> = grid.iter().map(|p| [p[0], p[1], post_z(*p)]).collect();
     let (pre_path, post_path, zones) =
         (dir.path().join("pre.parquet"), dir.path().join("post.parquet"), dir.path().join("z.pq"));
-    write_points_in(&pre_path, &pre, 32620);
-    write_points_in(&post_path, &post, 32620);
+    write_points(&pre_path, &pre, |_| 2);
+    write_points(&post_path, &post, |_| 2);
     let d = deposit;
     let h = hole;
     write_zones(
@@ -357,7 +356,7 @@ fn bed_surface_takes_the_pre_event_ground_inside_the_deposit() {
         .to_string();
     assert!(e.contains("--pre"), "{e}");
     let other = dir.path().join("pre_utm21.parquet");
-    write_points_in(&other, &pre, 32621);
+    write_points_in(&other, &pre, |_| 2, 32621);
     let e = talus_terrain::run(&config, &post_path, Some(&other), Some(&zones), &out, &NoProgress)
         .unwrap_err()
         .to_string();

@@ -94,7 +94,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
         100.0 * s.fill_fraction,
         args.out.display()
     ));
-    if s.volume_in_void < s.seeded_volume {
+    if config.min_inside < 1.0 {
         ctx.say(format!(
             "seed: {:.0} m³ of the blocks lie below the pre-event surface ({:.1} % of the volume to fill; min_inside = {})",
             s.volume_in_void,
