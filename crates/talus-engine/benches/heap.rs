@@ -10,9 +10,12 @@
 //! Environment:
 //! * TALUS_THESIS_DIR (default ../shared/data/thesis-granular beside the repository);
 //! * TALUS_BENCH_SOLVER = warm | clarabel (default warm);
-//! * TALUS_BENCH_WARM_ITERATIONS = Newton iterations of the warm solver per QP before it
-//!   falls back to Clarabel (default 200: at N = 3000, 50 left 266 fallback steps and
-//!   took twice as long);
+//! * TALUS_BENCH_WARM_ITERATIONS = linear solves of the warm solver per QP before it
+//!   falls back to Clarabel (default 200);
+//! * TALUS_BENCH_TRACE = 1 prints a line per step on stderr: contacts, largest island,
+//!   solver iterations, fallback, solve time, and how the warm start's contacts changed
+//!   from the previous step (contact keys, new keys, contacts that became active or
+//!   inactive). Its bookkeeping runs inside the timed loop: read counts from it, not times;
 //! * TALUS_BENCH_DENSE = comma-separated `dense_max_bodies` values, each case is run once
 //!   per value (default: the method's default, 4 for warm, 0 for clarabel), e.g. `0,2` for
 //!   before/after the dense solver of small islands in the same run;
@@ -25,12 +28,14 @@
 //! results (used to check that an optimisation changes nothing).
 
 use nalgebra::{Matrix3, Rotation3, UnitQuaternion, Vector3};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use talus_engine::body::Block;
 use talus_engine::config::{Config, Kappa, PlaneConfig, SolverConfig};
 use talus_engine::files::statics;
 use talus_engine::sim::Simulation;
+use talus_engine::warm::ContactKey;
 
 fn numbers(path: &Path) -> Option<Vec<Vec<f64>>> {
     Some(
@@ -124,6 +129,26 @@ fn peak_mb() -> f64 {
         .map_or(f64::NAN, |kb| kb / 1024.0)
 }
 
+/// How the warm start's multipliers changed over a step: keys, active ones, new keys (and
+/// how many of them are active), persisting keys that became active or inactive, active
+/// keys that disappeared.
+fn warm_drift(prev: &HashMap<ContactKey, f64>, cur: &HashMap<ContactKey, f64>) -> String {
+    let active = |l: &f64| *l > 0.0;
+    let new: Vec<_> = cur.iter().filter(|(k, _)| !prev.contains_key(k)).collect();
+    let gained =
+        cur.iter().filter(|(k, l)| active(l) && prev.get(k).is_some_and(|p| !active(p))).count();
+    let lost =
+        prev.iter().filter(|(k, l)| active(l) && cur.get(k).is_some_and(|c| !active(c))).count();
+    let gone = prev.iter().filter(|(k, l)| active(l) && !cur.contains_key(k)).count();
+    format!(
+        "keys {} active {} new {} (active {}) gained {gained} lost {lost} gone {gone}",
+        cur.len(),
+        cur.values().filter(|l| active(l)).count(),
+        new.len(),
+        new.iter().filter(|(_, l)| active(l)).count()
+    )
+}
+
 /// FNV-1a hash of the bits of every block's state.
 fn state_hash(blocks: &[Block]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -174,7 +199,9 @@ fn bench(
         peak_mb: 0.0,
         state: 0,
     };
+    let trace = std::env::var("TALUS_BENCH_TRACE").is_ok();
     let t0 = Instant::now();
+    let mut prev: HashMap<ContactKey, f64> = HashMap::new();
     for _ in 0..steps {
         let (_, d) = sim.advance();
         r.broad += d.t_broad;
@@ -188,6 +215,23 @@ fn bench(
         r.dense += d.jump.islands_dense as f64;
         r.max_island = r.max_island.max(d.jump.qp_variables / 6);
         assert!(d.jump.failed.is_empty(), "{name}: step {} not solved", d.step);
+        if trace {
+            let cur: HashMap<ContactKey, f64> = sim.warm.entries().into_iter().collect();
+            eprintln!(
+                "trace {name} step {} contacts {} island {} iterations {} fallback {} solve {:.3e} status {} warm {}",
+                d.step,
+                d.jump.contacts_block_block
+                    + d.jump.contacts_block_plane
+                    + d.jump.contacts_block_terrain,
+                d.jump.qp_variables / 6,
+                d.jump.iterations,
+                d.jump.fallback,
+                d.jump.t_solve,
+                d.jump.status,
+                warm_drift(&prev, &cur)
+            );
+            prev = cur;
+        }
     }
     r.wall = t0.elapsed().as_secs_f64();
     r.peak_mb = peak_mb();

@@ -52,14 +52,15 @@ pub enum SolverConfig {
         #[serde(default)]
         dense_max_bodies: u32,
     },
-    /// Semismooth Newton on the proximal augmented Lagrangian of the QP, warm-started
-    /// from the previous step's multipliers (matched by contact identity), sparse
-    /// Cholesky of H + ρ C_Aᵀ C_A with faer. Falls back to Clarabel (recorded) when it
-    /// does not converge.
+    /// Primal-dual active-set iterations from the previous step's active set (multipliers
+    /// matched by contact identity), then, if they cycle, semismooth Newton on the
+    /// augmented Lagrangian of the QP; sparse Cholesky of H + ρ C_Aᵀ C_A with faer
+    /// ([`crate::warm`]). Falls back to Clarabel (recorded) when it does not converge.
     Warm {
         /// KKT residual tolerance (relative to the data's scale), 1.
         tolerance: f64,
-        /// Limit of Newton iterations per QP before falling back to Clarabel.
+        /// Limit of linear solves (active-set, Newton and refinement steps) per QP before
+        /// falling back to Clarabel.
         max_iterations: u32,
         /// Tolerance of the Clarabel fallback, 1.
         fallback_tolerance: f64,
