@@ -72,6 +72,26 @@ pub struct ContactKey {
     pub cell: [i64; 3],
 }
 
+/// The 26 cells around a cell, nearest first (faces, edges, corners).
+const NEIGHBOURS: [[i64; 3]; 26] = {
+    let mut out = [[0i64; 3]; 26];
+    let mut n = 0;
+    let mut ring = 1;
+    while ring <= 3 {
+        let mut i = 0;
+        while i < 27 {
+            let d = [i as i64 / 9 - 1, (i as i64 / 3) % 3 - 1, i as i64 % 3 - 1];
+            if d[0].abs() + d[1].abs() + d[2].abs() == ring {
+                out[n] = d;
+                n += 1;
+            }
+            i += 1;
+        }
+        ring += 1;
+    }
+    out
+};
+
 /// Multipliers of the previous step, by contact key.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct WarmStart {
@@ -79,9 +99,23 @@ pub struct WarmStart {
 }
 
 impl WarmStart {
-    /// Initial multipliers for these contacts (0 for new ones).
+    /// Initial multipliers for these contacts: the previous step's multiplier of the same
+    /// key, else of the same pair in a neighbouring cell (a contact point that crossed a
+    /// cell boundary), else 0.
     pub fn initial_lambda(&self, keys: &[ContactKey]) -> Vec<f64> {
-        keys.iter().map(|k| self.lambda.get(k).copied().unwrap_or(0.0)).collect()
+        keys.iter()
+            .map(|k| {
+                self.lambda.get(k).copied().unwrap_or_else(|| {
+                    NEIGHBOURS
+                        .iter()
+                        .find_map(|d| {
+                            let cell = [k.cell[0] + d[0], k.cell[1] + d[1], k.cell[2] + d[2]];
+                            self.lambda.get(&ContactKey { cell, ..*k }).copied()
+                        })
+                        .unwrap_or(0.0)
+                })
+            })
+            .collect()
     }
     /// Remember the multipliers of a solved island.
     pub fn record(&mut self, keys: &[ContactKey], lambda: &[f64]) {
@@ -568,6 +602,9 @@ fn pdas(
         }
         (x, lambda) = solve_on(f, &active, &lambda, &x, iterations).ok_or(None)?;
         let (ok, clipped) = accept(qp, &x, &lambda, tolerance);
+        if ok {
+            return Ok((x, clipped));
+        }
         let cx = qp.c_mul(&x);
         let mut next: Vec<bool> =
             (0..m).map(|k| lambda[k] - (cx[k] - qp.r[k]) / f.inv_mass[k] > 0.0).collect();
@@ -581,9 +618,6 @@ fn pdas(
                     next[k] |= active[k];
                 }
             }
-        }
-        if ok {
-            return Ok((x, clipped));
         }
         seen.push(active);
         if seen.contains(&next) {
