@@ -9,7 +9,8 @@
 //!    the violated constraints). After a few sets the violated constraints are added before
 //!    any is dropped, which stops most cycling among degenerate sets (a contact dropped for
 //!    a slightly negative multiplier is violated once dropped). On the thesis heap N = 3000
-//!    most QPs of the 2700-body island end here after 5–15 sets.
+//!    54 of the 71 QPs of the 2700-body island over steps 640–720 ended here, after 6–17
+//!    sets.
 //! 2. **Augmented Lagrangian** with a semismooth Newton inner solve (the scheme of QPALM,
 //!    specialised), when the active sets cycle, started from their last iterate. For
 //!    multipliers λ ≥ 0 and per-constraint penalties ρ_k,
@@ -596,12 +597,15 @@ fn pdas(
     let mut active: Vec<bool> = lambda0.iter().map(|l| *l > 0.0).collect();
     let mut seen: Vec<Vec<bool>> = Vec::new();
     let (mut x, mut lambda) = (vec![0.0; n], lambda0.to_vec());
+    // λ clipped at 0: the iterate handed on when the iterations stop.
+    let mut clipped = lambda0.to_vec();
     for _ in 0..PDAS_STEPS {
         if *iterations >= max_iterations {
             break;
         }
         (x, lambda) = solve_on(f, &active, &lambda, &x, iterations).ok_or(None)?;
-        let (ok, clipped) = accept(qp, &x, &lambda, tolerance);
+        let ok;
+        (ok, clipped) = accept(qp, &x, &lambda, tolerance);
         if ok {
             return Ok((x, clipped));
         }
@@ -625,7 +629,6 @@ fn pdas(
         }
         active = next;
     }
-    let clipped = lambda.iter().map(|l| l.max(0.0)).collect();
     Err(Some((x, clipped)))
 }
 

@@ -209,3 +209,22 @@ fn fallback_is_recorded() {
     assert!(o.fallback && o.solved, "{o:?}");
     assert_eq!(o.solver, talus_engine::solvers::SolverUsed::Clarabel);
 }
+
+#[test]
+fn warm_start_takes_a_neighbouring_cell_of_the_same_pair() {
+    use talus_engine::warm::{ContactKey, WarmStart};
+    let key = |id: u32, other: u64, cell: [i64; 3]| ContactKey { id, other: (0, other), cell };
+    let mut warm = WarmStart::default();
+    let stored = [key(1, 2, [0, 0, 0]), key(1, 2, [2, 1, 0]), key(3, 4, [0, 0, 0])];
+    warm.record(&stored, &[1.0, 2.0, 3.0]);
+    let l = warm.initial_lambda(&[
+        key(1, 2, [2, 1, 0]),  // the same key
+        key(1, 2, [1, 0, 0]),  // face neighbour of (0, 0, 0), edge neighbour of (2, 1, 0)
+        key(1, 2, [1, 1, 1]),  // corner neighbour of (0, 0, 0), edge neighbour of (2, 1, 0)
+        key(1, 2, [4, 1, 0]),  // two cells from both
+        key(1, 4, [0, 0, 0]),  // another pair
+        key(3, 4, [0, -1, 0]), // the other pair's own neighbour
+    ]);
+    // Nearest neighbour first: (1, 1, 1) takes (2, 1, 0)'s multiplier, not (0, 0, 0)'s.
+    assert_eq!(l, vec![2.0, 1.0, 2.0, 0.0, 0.0, 3.0]);
+}
