@@ -22,7 +22,12 @@
 //! * TALUS_BENCH_N = comma-separated thesis sizes to run (default 100,500,1000,3000);
 //! * TALUS_BENCH_STEPS = steps of each thesis case (default 1000);
 //! * TALUS_BENCH_BIG = number of blocks of the generated heap (default 100000; 0 skips it),
-//!   TALUS_BENCH_BIG_STEPS (default 3); TALUS_BENCH_SKIP_BIG = 1 also skips it.
+//!   TALUS_BENCH_BIG_STEPS (default 3); TALUS_BENCH_SKIP_BIG = 1 also skips it;
+//!   TALUS_BENCH_BIG_LAYOUT = comma-separated layouts (default `spaced,stacked`): `spaced`,
+//!   layers 1 cm apart, so only the bottom layer touches the plane and every block is its
+//!   own island; `stacked`, layers touching, so every column of 10 blocks is an island with
+//!   face contacts between its blocks; `packed`, columns touching too, so the whole heap
+//!   is one island (not in the default: see the README for its figures).
 //!
 //! The `state` column is a hash of the final state's bits: equal hashes mean byte-identical
 //! results (used to check that an optimisation changes nothing).
@@ -71,8 +76,29 @@ fn thesis_blocks(dir: &Path, n: usize) -> Option<Vec<Block>> {
 
 /// A dense pile of n blocks settled in a square column over the ground (layered grid with
 /// small gaps and jitter), slowly falling: every step has many contacts.
-fn generated_heap(n: usize) -> Vec<Block> {
+/// Layout of the generated heap.
+#[derive(Clone, Copy, Debug)]
+enum Layout {
+    /// Layers 1 cm apart: only the bottom layer touches (the plane); every block is its own
+    /// island.
+    Spaced,
+    /// Layers touching: columns of 10 blocks standing on the plane, 2 cm apart laterally;
+    /// every column is an island of 10 blocks with face contacts between them.
+    Stacked,
+    /// Layers and columns touching: the whole heap is one island.
+    Packed,
+}
+
+/// Generated heap: 10 layers of 0.5 × 0.5 × 0.4 m blocks on a square grid of pitch 0.52 m,
+/// each turned about z by up to ±1.4° (packed: pitch 0.5 m, not turned, faces touching),
+/// all falling at 5 cm/s onto the plane z = 0.
+fn generated_heap(n: usize, layout: Layout) -> Vec<Block> {
     let side = (n as f64 / 10.0).sqrt().ceil() as usize;
+    let (pitch, lateral) = match layout {
+        Layout::Spaced => (0.41, 0.52),
+        Layout::Stacked => (0.4, 0.52),
+        Layout::Packed => (0.4, 0.5),
+    };
     let mut v = Vec::with_capacity(n);
     let mut k = 0usize;
     'outer: for layer in 0.. {
@@ -82,8 +108,13 @@ fn generated_heap(n: usize) -> Vec<Block> {
                     break 'outer;
                 }
                 let jit = ((k * 7919) % 97) as f64 / 97.0 - 0.5;
-                let pos = Vector3::new(i as f64 * 0.52, j as f64 * 0.52, 0.2 + layer as f64 * 0.41);
-                let rot = UnitQuaternion::from_euler_angles(0.0, 0.0, 0.05 * jit);
+                let pos = Vector3::new(
+                    i as f64 * lateral,
+                    j as f64 * lateral,
+                    0.2 + layer as f64 * pitch,
+                );
+                let turn = if matches!(layout, Layout::Packed) { 0.0 } else { 0.05 * jit };
+                let rot = UnitQuaternion::from_euler_angles(0.0, 0.0, turn);
                 let mut b = Block::new(k as u32, 0.5, 0.5, 0.4, 2500.0, pos, rot);
                 b.vel = Vector3::new(0.0, 0.0, -0.05);
                 v.push(b);
@@ -344,15 +375,29 @@ fn main() {
         }
     }
     if big > 0 {
-        for &d in &dense {
-            let blocks = generated_heap(big);
-            print_row(&bench(
-                &format!("generated N={big} dense<={d}"),
-                blocks,
-                big_steps,
-                &with_dense(d),
-                None,
-            ));
+        let layouts =
+            std::env::var("TALUS_BENCH_BIG_LAYOUT").unwrap_or_else(|_| "spaced,stacked".into());
+        for name in layouts.split(',').map(str::trim) {
+            let layout = match name {
+                "spaced" => Layout::Spaced,
+                "stacked" => Layout::Stacked,
+                "packed" => Layout::Packed,
+                other => {
+                    panic!(
+                        "TALUS_BENCH_BIG_LAYOUT: unknown layout {other:?} (spaced, stacked, packed)"
+                    )
+                }
+            };
+            for &d in &dense {
+                let blocks = generated_heap(big, layout);
+                print_row(&bench(
+                    &format!("gen N={big} {name} dense<={d}"),
+                    blocks,
+                    big_steps,
+                    &with_dense(d),
+                    None,
+                ));
+            }
         }
     }
     println!(

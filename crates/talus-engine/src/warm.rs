@@ -46,6 +46,7 @@
 //!   already permuted, so each numeric factorisation runs without permuting K and reuses its
 //!   buffers. On the N = 3000 island (16,300 unknowns, 6000 constraints) the factor has
 //!   1.2 × 10⁶ entries; a numeric factorisation takes about 12 ms, a solve about 1.4 ms.
+//!   Islands of at most [`DENSE_FACTOR_MAX`] unknowns are factorised dense instead.
 //! * Warm start: λ of the previous step's contacts with the same [`ContactKey`].
 //!
 //! The iteration limit counts linear solves. A solve that does not converge within it is
@@ -54,12 +55,13 @@
 use crate::assembly::Qp;
 use crate::solvers::{QpOutcome, SolverUsed, kkt_residuals, solve_clarabel};
 use faer::dyn_stack::{MemBuffer, MemStack, StackReq};
+use faer::linalg::solvers::{Llt, Solve};
 use faer::sparse::linalg::amd;
 use faer::sparse::linalg::cholesky::{
     LltRef, SymbolicCholesky, SymmetricOrdering, factorize_symbolic_cholesky,
 };
 use faer::sparse::{SparseColMatRef, SymbolicSparseColMatRef};
-use faer::{Conj, MatMut, Par, Side};
+use faer::{Conj, Mat, MatMut, Par, Side};
 use std::collections::HashMap;
 
 /// Identity of a contact across steps: block id, other body (kind, id), and the contact
@@ -153,20 +155,12 @@ struct KPattern {
     h_slot: Vec<usize>,
     /// Per constraint: (slot, a, b) of c_a c_b products (a, b index the row entries).
     c_slots: Vec<Vec<(usize, u8, u8)>>,
-    /// Rows of C: (column, value).
-    rows: Vec<Vec<(usize, f64)>>,
 }
 
 impl KPattern {
-    fn new(qp: &Qp) -> Option<Self> {
+    fn new(qp: &Qp, rows: &[Vec<(usize, f64)>]) -> Option<Self> {
         let n = qp.n();
         let h = &qp.h_upper;
-        let mut rows: Vec<Vec<(usize, f64)>> = vec![Vec::new(); qp.m()];
-        for col in 0..qp.c.n {
-            for k in qp.c.colptr[col]..qp.c.colptr[col + 1] {
-                rows[qp.c.rowval[k]].push((col, qp.c.nzval[k]));
-            }
-        }
         // Bodies (blocks of `bs` unknowns) and the pairs H or a constraint couples.
         let bs = if n.is_multiple_of(6) { 6 } else { 1 };
         let nb = n / bs;
@@ -181,7 +175,7 @@ impl KPattern {
             }
         }
         let mut touched: Vec<usize> = Vec::new();
-        for row in &rows {
+        for row in rows {
             touched.clear();
             touched.extend(row.iter().map(|&(c, _)| c / bs));
             touched.sort_unstable();
@@ -264,10 +258,17 @@ impl KPattern {
                 v
             })
             .collect();
-        Some(KPattern { perm, colptr, rowval, h_slot, c_slots, rows })
+        Some(KPattern { perm, colptr, rowval, h_slot, c_slots })
     }
 
-    fn values(&self, qp: &Qp, rho: &[f64], active: &[bool], v: &mut Vec<f64>) {
+    fn values(
+        &self,
+        qp: &Qp,
+        rows: &[Vec<(usize, f64)>],
+        rho: &[f64],
+        active: &[bool],
+        v: &mut Vec<f64>,
+    ) {
         v.clear();
         v.resize(self.rowval.len(), 0.0);
         for (k, &s) in self.h_slot.iter().enumerate() {
@@ -277,7 +278,7 @@ impl KPattern {
             if !active[k] {
                 continue;
             }
-            let row = &self.rows[k];
+            let row = &rows[k];
             for &(s, a, b) in slots {
                 v[s] += rho[k] * row[a as usize].1 * row[b as usize].1;
             }
@@ -346,46 +347,106 @@ const PDAS_STEPS: usize = 20;
 /// first.
 const PDAS_FREE_STEPS: usize = 4;
 
-/// The factorisation of K = H + Σ_{k∈A} ρ_k c_k c_kᵀ for one active set A.
-struct Factor<'a> {
-    qp: &'a Qp,
+/// Islands of at most this many unknowns (20 bodies) are factorised dense (faer's dense
+/// Cholesky of the n × n matrix K): for a column of 10 stacked blocks (60 unknowns) the
+/// sparse path's ordering and symbolic analysis cost more than the whole dense
+/// factorisation (generated heap of 10⁵ blocks in columns: solve 0.40 s per step against
+/// 0.55 s). At 240 the thesis heap N = 100 was slower.
+pub const DENSE_FACTOR_MAX: usize = 120;
+
+/// Rows of C: per constraint, its (column, value) entries.
+fn constraint_rows(qp: &Qp) -> Vec<Vec<(usize, f64)>> {
+    let mut rows: Vec<Vec<(usize, f64)>> = vec![Vec::new(); qp.m()];
+    for col in 0..qp.c.n {
+        for k in qp.c.colptr[col]..qp.c.colptr[col + 1] {
+            rows[qp.c.rowval[k]].push((col, qp.c.nzval[k]));
+        }
+    }
+    rows
+}
+
+/// Sparse Cholesky of K on the body-blocked pattern, with its buffers.
+struct SparseK {
     pat: KPattern,
     symbolic: SymbolicCholesky<usize>,
-    /// Σ_j c_kj² / H_jj per constraint (an inverse effective mass).
-    inv_mass: Vec<f64>,
-    /// ρ_k = σ / inv_mass_k.
-    rho: Vec<f64>,
     /// Values of K (pattern order) and of its factor.
     k_values: Vec<f64>,
     l_values: Vec<f64>,
     /// Workspace of the factorisation and the solves; a permuted right-hand side.
     scratch: MemBuffer,
     permuted: Vec<f64>,
+}
+
+/// Dense Cholesky of K (small islands).
+struct DenseK {
+    /// H, both triangles.
+    h: Mat<f64>,
+    llt: Option<Llt<f64>>,
+}
+
+enum Backend {
+    Sparse(Box<SparseK>),
+    Dense(DenseK),
+}
+
+/// The factorisation of K = H + Σ_{k∈A} ρ_k c_k c_kᵀ for one active set A.
+struct Factor<'a> {
+    qp: &'a Qp,
+    /// Rows of C: (column, value).
+    rows: Vec<Vec<(usize, f64)>>,
+    backend: Backend,
+    /// Σ_j c_kj² / H_jj per constraint (an inverse effective mass).
+    inv_mass: Vec<f64>,
+    /// ρ_k = σ / inv_mass_k.
+    rho: Vec<f64>,
     /// The active set the factor holds, if any.
     cache: Option<Vec<bool>>,
 }
 
 impl<'a> Factor<'a> {
-    fn new(qp: &'a Qp) -> Option<Self> {
+    fn new(qp: &'a Qp, dense_factor_max: usize) -> Option<Self> {
         let n = qp.n();
-        let pat = KPattern::new(qp)?;
-        let sym = SymbolicSparseColMatRef::new_checked(n, n, &pat.colptr, None, &pat.rowval);
-        let symbolic = factorize_symbolic_cholesky(
-            sym,
-            Side::Upper,
-            SymmetricOrdering::Identity,
-            Default::default(),
-        )
-        .ok()?;
-        let scratch = MemBuffer::try_new(StackReq::any_of(&[
-            symbolic.factorize_numeric_llt_scratch::<f64>(Par::Seq, Default::default()),
-            symbolic.solve_in_place_scratch::<f64>(1, Par::Seq),
-        ]))
-        .ok()?;
-        let l_values = vec![0.0; symbolic.len_val()];
+        let rows = constraint_rows(qp);
+        let h = &qp.h_upper;
+        let backend = if n <= dense_factor_max {
+            let mut hd = Mat::<f64>::zeros(n, n);
+            for col in 0..n {
+                for k in h.colptr[col]..h.colptr[col + 1] {
+                    let row = h.rowval[k];
+                    hd[(row, col)] += h.nzval[k];
+                    if row != col {
+                        hd[(col, row)] += h.nzval[k];
+                    }
+                }
+            }
+            Backend::Dense(DenseK { h: hd, llt: None })
+        } else {
+            let pat = KPattern::new(qp, &rows)?;
+            let sym = SymbolicSparseColMatRef::new_checked(n, n, &pat.colptr, None, &pat.rowval);
+            let symbolic = factorize_symbolic_cholesky(
+                sym,
+                Side::Upper,
+                SymmetricOrdering::Identity,
+                Default::default(),
+            )
+            .ok()?;
+            let scratch = MemBuffer::try_new(StackReq::any_of(&[
+                symbolic.factorize_numeric_llt_scratch::<f64>(Par::Seq, Default::default()),
+                symbolic.solve_in_place_scratch::<f64>(1, Par::Seq),
+            ]))
+            .ok()?;
+            let l_values = vec![0.0; symbolic.len_val()];
+            Backend::Sparse(Box::new(SparseK {
+                pat,
+                symbolic,
+                k_values: Vec::new(),
+                l_values,
+                scratch,
+                permuted: vec![0.0; n],
+            }))
+        };
         // diag(H), for ρ_k = σ / Σ_j c_kj² / H_jj (σ times an effective mass of contact k):
         // K − H is then σ times H's scale whatever the masses, sizes and lever arms.
-        let h = &qp.h_upper;
         let mut hdiag = vec![0.0f64; n];
         for (col, d) in hdiag.iter_mut().enumerate() {
             for k in h.colptr[col]..h.colptr[col + 1] {
@@ -394,8 +455,7 @@ impl<'a> Factor<'a> {
                 }
             }
         }
-        let inv_mass: Vec<f64> = pat
-            .rows
+        let inv_mass: Vec<f64> = rows
             .iter()
             .map(|row| {
                 let s: f64 = row.iter().map(|&(c, v)| v * v / hdiag[c].max(1e-300)).sum();
@@ -403,18 +463,7 @@ impl<'a> Factor<'a> {
             })
             .collect();
         let rho = vec![0.0; inv_mass.len()];
-        let mut f = Factor {
-            qp,
-            pat,
-            symbolic,
-            inv_mass,
-            rho,
-            k_values: Vec::new(),
-            l_values,
-            scratch,
-            permuted: vec![0.0; n],
-            cache: None,
-        };
+        let mut f = Factor { qp, rows, backend, inv_mass, rho, cache: None };
         f.set_sigma(SIGMA_POLISH);
         Some(f)
     }
@@ -425,48 +474,80 @@ impl<'a> Factor<'a> {
         self.cache = None;
     }
 
+    /// Factorise K_A; `false` when the factorisation fails.
+    fn factorise(&mut self, active: &[bool]) -> bool {
+        let n = self.qp.n();
+        match &mut self.backend {
+            Backend::Dense(d) => {
+                let mut k = d.h.clone();
+                for (kk, row) in self.rows.iter().enumerate() {
+                    if !active[kk] {
+                        continue;
+                    }
+                    let rho = self.rho[kk];
+                    for &(a, va) in row {
+                        for &(b, vb) in row {
+                            k[(a, b)] += rho * va * vb;
+                        }
+                    }
+                }
+                d.llt = Llt::new(k.as_ref(), Side::Lower).ok();
+                d.llt.is_some()
+            }
+            Backend::Sparse(sp) => {
+                sp.pat.values(self.qp, &self.rows, &self.rho, active, &mut sp.k_values);
+                let sym = SymbolicSparseColMatRef::new_checked(
+                    n,
+                    n,
+                    &sp.pat.colptr,
+                    None,
+                    &sp.pat.rowval,
+                );
+                let mat = SparseColMatRef::new(sym, &sp.k_values);
+                sp.symbolic
+                    .factorize_numeric_llt(
+                        &mut sp.l_values,
+                        mat,
+                        Side::Upper,
+                        Default::default(),
+                        Par::Seq,
+                        MemStack::new(&mut sp.scratch),
+                        Default::default(),
+                    )
+                    .is_ok()
+            }
+        }
+    }
+
     /// Solve K_A d = rhs in place; `false` when the factorisation fails.
     fn solve(&mut self, active: &[bool], rhs: &mut [f64]) -> bool {
         let n = self.qp.n();
         if self.cache.as_deref() != Some(active) {
             self.cache = None;
-            self.pat.values(self.qp, &self.rho, active, &mut self.k_values);
-            let sym = SymbolicSparseColMatRef::new_checked(
-                n,
-                n,
-                &self.pat.colptr,
-                None,
-                &self.pat.rowval,
-            );
-            let mat = SparseColMatRef::new(sym, &self.k_values);
-            if self
-                .symbolic
-                .factorize_numeric_llt(
-                    &mut self.l_values,
-                    mat,
-                    Side::Upper,
-                    Default::default(),
-                    Par::Seq,
-                    MemStack::new(&mut self.scratch),
-                    Default::default(),
-                )
-                .is_err()
-            {
+            if !self.factorise(active) {
                 return false;
             }
             self.cache = Some(active.to_vec());
         }
-        for (i, &p) in self.pat.perm.iter().enumerate() {
-            self.permuted[p] = rhs[i];
-        }
-        LltRef::new(&self.symbolic, &self.l_values).solve_in_place_with_conj(
-            Conj::No,
-            MatMut::from_column_major_slice_mut(&mut self.permuted, n, 1),
-            Par::Seq,
-            MemStack::new(&mut self.scratch),
-        );
-        for (i, &p) in self.pat.perm.iter().enumerate() {
-            rhs[i] = self.permuted[p];
+        match &mut self.backend {
+            Backend::Dense(d) => {
+                let Some(llt) = &d.llt else { return false };
+                llt.solve_in_place(MatMut::from_column_major_slice_mut(rhs, n, 1));
+            }
+            Backend::Sparse(sp) => {
+                for (i, &p) in sp.pat.perm.iter().enumerate() {
+                    sp.permuted[p] = rhs[i];
+                }
+                LltRef::new(&sp.symbolic, &sp.l_values).solve_in_place_with_conj(
+                    Conj::No,
+                    MatMut::from_column_major_slice_mut(&mut sp.permuted, n, 1),
+                    Par::Seq,
+                    MemStack::new(&mut sp.scratch),
+                );
+                for (i, &p) in sp.pat.perm.iter().enumerate() {
+                    rhs[i] = sp.permuted[p];
+                }
+            }
         }
         true
     }
@@ -632,16 +713,29 @@ fn pdas(
     Err(Some((x, clipped)))
 }
 
-/// The semismooth-Newton ALM with active-set polishing; `None` when it does not converge
-/// within `max_iterations` linear solves.
+/// The warm solver (active sets, then the semismooth-Newton ALM with active-set
+/// polishing); `None` when it does not converge within `max_iterations` linear solves.
 pub fn try_solve(
     qp: &Qp,
     lambda0: &[f64],
     tolerance: f64,
     max_iterations: u32,
 ) -> Option<QpOutcome> {
+    try_solve_with(qp, lambda0, tolerance, max_iterations, DENSE_FACTOR_MAX)
+}
+
+/// [`try_solve`] with K factorised dense when the QP has at most `dense_factor_max`
+/// unknowns (else sparse); [`try_solve`] uses [`DENSE_FACTOR_MAX`]. Both factorisations
+/// give the same solution to roundoff (`tests/warm.rs`).
+pub fn try_solve_with(
+    qp: &Qp,
+    lambda0: &[f64],
+    tolerance: f64,
+    max_iterations: u32,
+    dense_factor_max: usize,
+) -> Option<QpOutcome> {
     let (n, m) = (qp.n(), qp.m());
-    let mut f = Factor::new(qp)?;
+    let mut f = Factor::new(qp, dense_factor_max)?;
     let (pscale, _) = scales(qp);
     let mut lambda: Vec<f64> = lambda0.iter().map(|l| l.max(0.0)).collect();
     let mut x = vec![0.0; n];
