@@ -54,8 +54,9 @@ pub enum SolverConfig {
     },
     /// Primal-dual active-set iterations from the previous step's active set (multipliers
     /// matched by contact identity), then, if they cycle, semismooth Newton on the
-    /// augmented Lagrangian of the QP; sparse Cholesky of H + ρ C_Aᵀ C_A with faer
-    /// ([`crate::warm`]). Falls back to Clarabel (recorded) when it does not converge.
+    /// augmented Lagrangian of the QP; Cholesky of H + ρ C_Aᵀ C_A with faer, sparse, or
+    /// dense for islands of at most 20 bodies ([`crate::warm`]). Falls back to Clarabel
+    /// (recorded) when it does not converge.
     Warm {
         /// KKT residual tolerance (relative to the data's scale), 1.
         tolerance: f64,
