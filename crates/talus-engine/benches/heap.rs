@@ -32,6 +32,9 @@
 //! The `state` column is a hash of the final state's bits: equal hashes mean byte-identical
 //! results (used to check that an optimisation changes nothing).
 
+#[path = "../tests/common/mod.rs"]
+mod common;
+
 use nalgebra::{Matrix3, Rotation3, UnitQuaternion, Vector3};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -74,8 +77,6 @@ fn thesis_blocks(dir: &Path, n: usize) -> Option<Vec<Block>> {
     )
 }
 
-/// A dense pile of n blocks settled in a square column over the ground (layered grid with
-/// small gaps and jitter), slowly falling: every step has many contacts.
 /// Layout of the generated heap.
 #[derive(Clone, Copy, Debug)]
 enum Layout {
@@ -89,40 +90,15 @@ enum Layout {
     Packed,
 }
 
-/// Generated heap: 10 layers of 0.5 × 0.5 × 0.4 m blocks on a square grid of pitch 0.52 m,
-/// each turned about z by up to ±1.4° (packed: pitch 0.5 m, not turned, faces touching),
-/// all falling at 5 cm/s onto the plane z = 0.
+/// Generated heap of n blocks in 10 layers ([`common::layered_blocks`]): pitch 0.52 m,
+/// blocks turned about z by up to ±1.4° (packed: pitch 0.5 m, not turned, faces touching).
 fn generated_heap(n: usize, layout: Layout) -> Vec<Block> {
     let side = (n as f64 / 10.0).sqrt().ceil() as usize;
-    let (pitch, lateral) = match layout {
-        Layout::Spaced => (0.41, 0.52),
-        Layout::Stacked => (0.4, 0.52),
-        Layout::Packed => (0.4, 0.5),
-    };
-    let mut v = Vec::with_capacity(n);
-    let mut k = 0usize;
-    'outer: for layer in 0.. {
-        for i in 0..side {
-            for j in 0..side {
-                if k == n {
-                    break 'outer;
-                }
-                let jit = ((k * 7919) % 97) as f64 / 97.0 - 0.5;
-                let pos = Vector3::new(
-                    i as f64 * lateral,
-                    j as f64 * lateral,
-                    0.2 + layer as f64 * pitch,
-                );
-                let turn = if matches!(layout, Layout::Packed) { 0.0 } else { 0.05 * jit };
-                let rot = UnitQuaternion::from_euler_angles(0.0, 0.0, turn);
-                let mut b = Block::new(k as u32, 0.5, 0.5, 0.4, 2500.0, pos, rot);
-                b.vel = Vector3::new(0.0, 0.0, -0.05);
-                v.push(b);
-                k += 1;
-            }
-        }
+    match layout {
+        Layout::Spaced => common::layered_blocks(n, side, 0.52, 0.41, true),
+        Layout::Stacked => common::layered_blocks(n, side, 0.52, 0.4, true),
+        Layout::Packed => common::layered_blocks(n, side, 0.5, 0.4, false),
     }
-    v
 }
 
 struct Row {

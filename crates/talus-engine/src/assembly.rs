@@ -70,6 +70,19 @@ impl Qp {
     pub fn m(&self) -> usize {
         self.r.len()
     }
+    /// H as a dense symmetric matrix (both triangles, from the upper one).
+    pub fn h_dense(&self) -> nalgebra::DMatrix<f64> {
+        let h = &self.h_upper;
+        let mut d = nalgebra::DMatrix::zeros(h.n, h.n);
+        for col in 0..h.n {
+            for k in h.colptr[col]..h.colptr[col + 1] {
+                let row = h.rowval[k];
+                d[(row, col)] = h.nzval[k];
+                d[(col, row)] = h.nzval[k];
+            }
+        }
+        d
+    }
     /// H x (from the upper triangle).
     pub fn h_mul(&self, x: &[f64]) -> Vec<f64> {
         let h = &self.h_upper;

@@ -34,7 +34,7 @@
 
 use crate::assembly::Qp;
 use crate::solvers::{QpOutcome, SolverUsed, kkt_residuals};
-use crate::warm::{kkt_ok, scales};
+use crate::warm::{accept, scales};
 use nalgebra::{DMatrix, DVector};
 
 /// Two normals (in the metric of H⁻¹) are taken as linearly dependent when the part of v_p
@@ -48,20 +48,6 @@ const VIOLATED: f64 = 1e-13;
 /// to make room proves the QP infeasible when its violation exceeds this (same scale as
 /// `VIOLATED`); a smaller one is roundoff, and the constraint is left to the certificate.
 const INFEASIBLE: f64 = 1e-9;
-
-/// H as a dense symmetric matrix (from its upper triangle).
-fn dense_h(qp: &Qp) -> DMatrix<f64> {
-    let h = &qp.h_upper;
-    let mut d = DMatrix::zeros(h.n, h.n);
-    for col in 0..h.n {
-        for k in h.colptr[col]..h.colptr[col + 1] {
-            let row = h.rowval[k];
-            d[(row, col)] = h.nzval[k];
-            d[(col, row)] = h.nzval[k];
-        }
-    }
-    d
-}
 
 /// Cᵀ as a dense n × m matrix (column k is c_k).
 fn dense_ct(qp: &Qp) -> DMatrix<f64> {
@@ -116,7 +102,8 @@ fn r_solve(r: &DMatrix<f64>, b: &DVector<f64>) -> Option<DVector<f64>> {
 /// must be handed to another solver.
 pub fn solve_dense(qp: &Qp, tolerance: f64) -> QpOutcome {
     let (n, m) = (qp.n(), qp.m());
-    let Some(chol) = dense_h(qp).cholesky() else {
+    let (pscale, rscale) = scales(qp);
+    let Some(chol) = qp.h_dense().cholesky() else {
         return refused(qp, "NotPositiveDefinite", 0);
     };
     let l = chol.l();
@@ -240,13 +227,8 @@ pub fn solve_dense(qp: &Qp, tolerance: f64) -> QpOutcome {
             lambda[k] = lk;
         }
         // A multiplier negative beyond roundoff means the active set is wrong; tiny ones are 0.
-        let (pscale, rscale) = scales(qp);
-        let lscale = lambda.iter().fold(tolerance * pscale, |a, v| a.max(v.abs()));
-        if lambda.iter().any(|&lk| lk < -tolerance * lscale) {
-            continue;
-        }
-        lambda.iter_mut().for_each(|lk| *lk = lk.max(0.0));
-        if kkt_ok(qp, &x, &lambda, tolerance).is_some() {
+        let (ok, lambda) = accept(qp, &x, &lambda, tolerance, (pscale, rscale));
+        if ok {
             let (prim, dual, _, _) = kkt_residuals(qp, &x, &lambda);
             return QpOutcome {
                 x,

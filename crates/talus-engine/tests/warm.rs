@@ -229,32 +229,6 @@ fn warm_start_takes_a_neighbouring_cell_of_the_same_pair() {
     assert_eq!(l, vec![2.0, 1.0, 2.0, 0.0, 0.0, 3.0]);
 }
 
-/// Blocks of 0.5 × 0.5 × 0.4 m on the plane z = 0: `columns` × `columns` columns of
-/// `layers` touching blocks, `pitch` apart (0.5: the columns touch too), each block turned
-/// about z by up to ±1.4°, all falling at 5 cm/s.
-fn stacked(columns: usize, layers: usize, pitch: f64) -> Vec<talus_engine::body::Block> {
-    let mut v = Vec::new();
-    for layer in 0..layers {
-        for i in 0..columns {
-            for j in 0..columns {
-                let k = v.len();
-                let jit = ((k * 7919) % 97) as f64 / 97.0 - 0.5;
-                let pos = nalgebra::Vector3::new(
-                    i as f64 * pitch,
-                    j as f64 * pitch,
-                    0.2 + layer as f64 * 0.4,
-                );
-                let rot = nalgebra::UnitQuaternion::from_euler_angles(0.0, 0.0, 0.05 * jit);
-                let mut b =
-                    talus_engine::body::Block::new(k as u32, 0.5, 0.5, 0.4, 2500.0, pos, rot);
-                b.vel = nalgebra::Vector3::new(0.0, 0.0, -0.05);
-                v.push(b);
-            }
-        }
-    }
-    v
-}
-
 /// The dense factorisation of small islands and the sparse one of large islands give the
 /// same solution: every island QP of a few steps of two stacks (columns of 5 blocks, apart,
 /// islands of 5 bodies; a 5 × 5 × 2 packed layer, one island of 50 bodies) is solved with
@@ -268,7 +242,10 @@ fn dense_and_sparse_factorisations_agree() {
         dense_max_bodies: 0,
     };
     let (mut sizes, mut checked) = (Vec::new(), 0usize);
-    for blocks in [stacked(2, 5, 0.52), stacked(5, 2, 0.5)] {
+    // 2 × 2 columns of 5 blocks 2 cm apart, and 5 × 5 columns of 2 blocks touching.
+    for blocks in
+        [heap::layered_blocks(20, 2, 0.52, 0.4, true), heap::layered_blocks(50, 5, 0.5, 0.4, true)]
+    {
         let config = heap::heap_config(5, solver.clone());
         let st = statics(&config, None);
         let mut sim = Simulation::new(config, blocks, st).expect("simulation");

@@ -1,5 +1,6 @@
 #![allow(dead_code)]
-//! Shared test helpers: the thesis's granular-heap inputs (`/work/shared/data/thesis-granular/`): N blocks
+//! Shared test helpers (also compiled into `benches/heap.rs`): generated layered heaps, and
+//! the thesis's granular-heap inputs (`/work/shared/data/thesis-granular/`): N blocks
 //! thrown toward the origin over the ground z = 0, Δt = 0.001 s, κ = 0.5 × total mass / N
 //! (the thesis code's choice), density 5000 kg/m³, g = 9.80665 m/s² (its constants).
 //! Reader: a minimal private helper here (the thesis files are 3 edge lengths per line,
@@ -61,4 +62,24 @@ pub fn heap_config(steps: u64, solver: SolverConfig) -> Config {
         allow_initial_overlap: true,
         ..Config::default()
     }
+}
+
+/// `n` blocks of 0.5 × 0.5 × 0.4 m (density 2500 kg/m³) in layers of `side` × `side` on a
+/// square grid of pitch `lateral`, layers `pitch` apart from z = 0.2 (0.4: touching), filled
+/// layer by layer; each block turned about z by up to ±1.4° when `turned`; all falling at
+/// 5 cm/s onto the plane z = 0. The heap bench's generated heaps and the tests' stacks.
+pub fn layered_blocks(n: usize, side: usize, lateral: f64, pitch: f64, turned: bool) -> Vec<Block> {
+    (0..n)
+        .map(|k| {
+            let (layer, i, j) = (k / (side * side), (k / side) % side, k % side);
+            let jit = ((k * 7919) % 97) as f64 / 97.0 - 0.5;
+            let pos =
+                Vector3::new(i as f64 * lateral, j as f64 * lateral, 0.2 + layer as f64 * pitch);
+            let turn = if turned { 0.05 * jit } else { 0.0 };
+            let rot = UnitQuaternion::from_euler_angles(0.0, 0.0, turn);
+            let mut b = Block::new(k as u32, 0.5, 0.5, 0.4, 2500.0, pos, rot);
+            b.vel = Vector3::new(0.0, 0.0, -0.05);
+            b
+        })
+        .collect()
 }
