@@ -83,6 +83,19 @@ impl Qp {
         }
         d
     }
+    /// The diagonal of H.
+    pub fn h_diagonal(&self) -> Vec<f64> {
+        let h = &self.h_upper;
+        let mut d = vec![0.0; h.n];
+        for (col, dc) in d.iter_mut().enumerate() {
+            for k in h.colptr[col]..h.colptr[col + 1] {
+                if h.rowval[k] == col {
+                    *dc += h.nzval[k];
+                }
+            }
+        }
+        d
+    }
     /// H x (from the upper triangle).
     pub fn h_mul(&self, x: &[f64]) -> Vec<f64> {
         let h = &self.h_upper;

@@ -72,6 +72,37 @@ pub enum SolverConfig {
         #[serde(default = "default_dense_max_bodies")]
         dense_max_bodies: u32,
     },
+    /// Non-linear Gauss–Seidel on the contact percussions ([`crate::nlgs`]), with and
+    /// without friction: each contact's 3-D law (normal bound, Coulomb cone, κ damping)
+    /// solved exactly in turn against the others, started from the previous step's
+    /// percussions matched by contact identity. Every answer carries a certificate
+    /// computed from the QP's data alone ([`crate::certificate`]); an island whose
+    /// certificate misses `tolerance` after `max_sweeps` is solved by Clarabel (recorded
+    /// as a fallback).
+    Nlgs {
+        /// Relative KKT residual the certificate must meet (stationarity, feasibility,
+        /// complementarity, each non-dimensionalised by the step's scales), 1.
+        #[serde(default = "default_nlgs_tolerance")]
+        tolerance: f64,
+        /// Sweeps over the island's contacts before falling back to Clarabel.
+        #[serde(default = "default_nlgs_sweeps")]
+        max_sweeps: u32,
+        /// Tolerance of the Clarabel fallback, 1.
+        #[serde(default = "default_fallback_tolerance")]
+        fallback_tolerance: f64,
+    },
+}
+
+fn default_nlgs_tolerance() -> f64 {
+    1e-6
+}
+
+fn default_nlgs_sweeps() -> u32 {
+    100
+}
+
+fn default_fallback_tolerance() -> f64 {
+    1e-9
 }
 
 /// Default `dense_max_bodies` of the warm method (chosen by measurement: see
@@ -88,15 +119,16 @@ impl SolverConfig {
         match *self {
             SolverConfig::Clarabel { dense_max_bodies, .. }
             | SolverConfig::Warm { dense_max_bodies, .. } => dense_max_bodies as usize,
+            SolverConfig::Nlgs { .. } => 0,
         }
     }
 
     /// Tolerance of the dense solver's certificate, 1.
     pub fn dense_tolerance(&self) -> f64 {
         match *self {
-            SolverConfig::Clarabel { tolerance, .. } | SolverConfig::Warm { tolerance, .. } => {
-                tolerance
-            }
+            SolverConfig::Clarabel { tolerance, .. }
+            | SolverConfig::Warm { tolerance, .. }
+            | SolverConfig::Nlgs { tolerance, .. } => tolerance,
         }
     }
 
@@ -105,7 +137,8 @@ impl SolverConfig {
     pub fn clarabel_settings(&self) -> (f64, u32) {
         match *self {
             SolverConfig::Clarabel { tolerance, max_iterations, .. } => (tolerance, max_iterations),
-            SolverConfig::Warm { fallback_tolerance, .. } => (fallback_tolerance, 200),
+            SolverConfig::Warm { fallback_tolerance, .. }
+            | SolverConfig::Nlgs { fallback_tolerance, .. } => (fallback_tolerance, 200),
         }
     }
 }
@@ -130,20 +163,49 @@ pub struct PlaneConfig {
     pub normal: [f64; 3],
 }
 
-/// Removal of residual penetration: a contact with gap δ < 0 must separate after the
-/// jump at c_kᵀu⁺ ≥ min(β (−δ)/Δt, max_velocity).
+/// How residual penetration (a contact with gap δ < 0) is removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SeparationMethod {
+    /// Position post-stabilisation (split impulse): after the jump the blocks are moved, not
+    /// accelerated, out of the penetration predicted at the end of the step, by the
+    /// mass-weighted smallest displacement (projected Gauss–Seidel on the linearised gaps,
+    /// `iterations` sweeps). The velocity problem keeps u⁺ = 0 feasible, so every step's
+    /// problem is feasible by construction, and no kinetic energy is injected; the
+    /// potential energy the correction adds is the step's `separation_work`.
+    Position,
+    /// Separation velocities inside the jump's constraints (the thesis code's choice):
+    /// c_kᵀu⁺ ≥ min(β (−δ)/Δt, max_velocity). Can make the jump infeasible for a block
+    /// wedged between opposing faces (then solved again without them, status
+    /// `SolvedWithoutSeparation`) and injects kinetic energy.
+    Velocity,
+}
+
+/// Removal of residual penetration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct SeparationConfig {
+    /// Method (default `position`).
+    pub method: SeparationMethod,
     /// β, fraction of the penetration removed per step, 1.
     pub beta: f64,
-    /// Cap of the separation velocity, m/s.
+    /// Cap of the separation velocity (`velocity` method), m/s.
     pub max_velocity: f64,
+    /// Penetration left uncorrected (`position` method), m.
+    pub slop: f64,
+    /// Gauss–Seidel sweeps of the position correction (`position` method), 1.
+    pub iterations: u32,
 }
 
 impl Default for SeparationConfig {
     fn default() -> Self {
-        SeparationConfig { beta: 0.2, max_velocity: 1.0 }
+        SeparationConfig {
+            method: SeparationMethod::Position,
+            beta: 0.8,
+            max_velocity: 1.0,
+            slop: 0.0,
+            iterations: 20,
+        }
     }
 }
 
@@ -280,11 +342,13 @@ impl Config {
         if !(s.beta.is_finite()
             && (0.0..=1.0).contains(&s.beta)
             && s.max_velocity.is_finite()
-            && s.max_velocity >= 0.0)
+            && s.max_velocity >= 0.0
+            && s.slop.is_finite()
+            && s.slop >= 0.0)
         {
             return bad(format!(
-                "separation: beta = {} must be in [0, 1], max_velocity = {} m/s >= 0",
-                s.beta, s.max_velocity
+                "separation: beta = {} must be in [0, 1], max_velocity = {} m/s and slop = {} m >= 0",
+                s.beta, s.max_velocity, s.slop
             ));
         }
         match self.solver {
@@ -304,6 +368,18 @@ impl Config {
                 {
                     return bad(format!(
                         "solver: tolerance = {tolerance} and fallback_tolerance = {fallback_tolerance} must be in (0, 1), max_iterations > 0"
+                    ));
+                }
+            }
+            SolverConfig::Nlgs { tolerance, max_sweeps, fallback_tolerance } => {
+                if !(tolerance > 0.0
+                    && tolerance < 1.0
+                    && fallback_tolerance > 0.0
+                    && fallback_tolerance < 1.0)
+                    || max_sweeps == 0
+                {
+                    return bad(format!(
+                        "solver: tolerance = {tolerance} and fallback_tolerance = {fallback_tolerance} must be in (0, 1), max_sweeps > 0"
                     ));
                 }
             }

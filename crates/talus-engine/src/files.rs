@@ -229,6 +229,7 @@ pub struct DiagRow {
     pub iterations: u32,
     pub r_prim: f64,
     pub r_dual: f64,
+    pub accuracy: f64,
     pub fallback: bool,
     pub max_penetration: f64,
     pub t_broad: f64,
@@ -267,6 +268,7 @@ impl DiagRow {
             iterations: j.iterations,
             r_prim: j.r_prim,
             r_dual: j.r_dual,
+            accuracy: j.accuracy,
             fallback: j.fallback,
             max_penetration: j.max_penetration,
             t_broad: d.t_broad,
@@ -301,6 +303,7 @@ pub fn diagnostics_batch(rows: &[DiagRow]) -> RecordBatch {
         u(&|d| d.iterations),
         g(&|d| d.r_prim),
         g(&|d| d.r_dual),
+        g(&|d| d.accuracy),
         Arc::new(BooleanArray::from(rows.iter().map(|d| d.fallback).collect::<Vec<_>>())),
         g(&|d| d.max_penetration),
         g(&|d| d.t_broad),
@@ -372,6 +375,9 @@ struct CheckpointState {
     /// f64 values as their bit patterns, so the state is restored exactly.
     totals_bits: [u64; 5],
     warm: Vec<(ContactKey, u64)>,
+    /// Friction percussions of the warm start (world λ_T as bit patterns).
+    #[serde(default)]
+    warm_tangential: Vec<(ContactKey, [u64; 3])>,
     summary: Summary,
 }
 
@@ -480,12 +486,13 @@ fn read_diags(path: &Path) -> Result<Vec<DiagRow>, Error> {
         u("qp_variables")?,
         u("qp_constraints")?,
     );
-    let (solver, status, it, rp, rd, fb, mp) = (
+    let (solver, status, it, rp, rd, acc, fb, mp) = (
         t.strings("solver")?,
         t.strings("status")?,
         u("iterations")?,
         f("primal_residual")?,
         f("dual_residual")?,
+        f("accuracy")?,
         t.bools("fallback")?,
         f("max_penetration")?,
     );
@@ -514,6 +521,7 @@ fn read_diags(path: &Path) -> Result<Vec<DiagRow>, Error> {
             iterations: it[k],
             r_prim: rp[k],
             r_dual: rd[k],
+            accuracy: acc[k],
             fallback: fb[k],
             max_penetration: mp[k],
             t_broad: tb[k],
@@ -630,6 +638,12 @@ pub fn run(
         };
         sim.warm = WarmStart::from_entries(
             &st.warm.iter().map(|(k, v)| (*k, f64::from_bits(*v))).collect::<Vec<_>>(),
+        )
+        .with_tangential(
+            &st.warm_tangential
+                .iter()
+                .map(|(k, v)| (*k, v.map(f64::from_bits)))
+                .collect::<Vec<_>>(),
         );
         summary = st.summary;
         summary.resumed_from = Some(last);
@@ -788,6 +802,12 @@ pub fn run(
                 ]
                 .map(f64::to_bits),
                 warm: sim.warm.entries().into_iter().map(|(k, v)| (k, v.to_bits())).collect(),
+                warm_tangential: sim
+                    .warm
+                    .tangential_entries()
+                    .into_iter()
+                    .map(|(k, v)| (k, v.map(f64::to_bits)))
+                    .collect(),
                 summary: sum,
             };
             let json = serde_json::to_vec(&st).map_err(|e| input_err(&cur_dir, e.to_string()))?;

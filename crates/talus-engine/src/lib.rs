@@ -12,6 +12,7 @@
 pub mod assembly;
 pub mod body;
 pub mod broad;
+pub mod certificate;
 pub mod config;
 pub mod contact;
 pub mod dense;
@@ -20,6 +21,7 @@ pub mod files;
 pub mod friction;
 pub mod islands;
 pub mod narrow;
+pub mod nlgs;
 pub mod rotation;
 pub mod sim;
 pub mod solvers;

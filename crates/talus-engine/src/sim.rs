@@ -2,11 +2,11 @@
 //! that leave the terrain, energies and diagnostics per step.
 
 use crate::body::Block;
-use crate::config::{Config, ConfigError};
+use crate::config::{Config, ConfigError, SeparationMethod};
 use crate::contact::{Contact, Other};
 use crate::detect::{DetectParams, DetectTimings, detect};
 use crate::statics::Statics;
-use crate::step::{FailedQp, JumpReport, KappaLaw, StepParams, step_with_friction};
+use crate::step::{Correction, FailedQp, JumpReport, KappaLaw, StepParams, step_with_friction};
 use crate::warm::WarmStart;
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -124,6 +124,13 @@ impl Simulation {
             kappa: KappaLaw::from_config(&config.kappa, &blocks),
             beta: config.separation.beta,
             max_separation: config.separation.max_velocity,
+            correction: match config.separation.method {
+                SeparationMethod::Position => Correction::Position {
+                    slop: config.separation.slop,
+                    iterations: config.separation.iterations,
+                },
+                SeparationMethod::Velocity => Correction::Velocity,
+            },
             rotation: config.rotation,
             solver: config.solver.clone(),
         };

@@ -21,6 +21,8 @@ pub enum SolverUsed {
     Warm,
     /// The exact dense active-set solver of small islands ([`crate::dense`]).
     Dense,
+    /// Non-linear Gauss–Seidel in contact space ([`crate::nlgs`]).
+    Nlgs,
 }
 
 impl SolverUsed {
@@ -31,6 +33,7 @@ impl SolverUsed {
             SolverUsed::Clarabel => "clarabel",
             SolverUsed::Warm => "warm",
             SolverUsed::Dense => "dense",
+            SolverUsed::Nlgs => "nlgs",
         }
     }
 }

@@ -18,14 +18,17 @@
 
 use crate::assembly::{JumpBody, JumpContact, Qp, assemble, effective_mass};
 use crate::body::Block;
+use crate::certificate::{Certificate, certify};
 use crate::config::{Kappa, SolverConfig};
 use crate::contact::{Contact, ContactKind, Other};
 use crate::dense::solve_dense;
 use crate::friction::{self, ConeQp, ContactFriction, FrictionConfig};
 use crate::islands::{Island, islands};
+use crate::nlgs;
 use crate::rotation::{self, RotationModel};
 use crate::solvers::{QpOutcome, SolverUsed, solve_clarabel};
 use crate::warm::{ContactKey, WarmStart, solve_warm};
+use clarabel::solver::SupportedConeT;
 use nalgebra::{Matrix3, UnitQuaternion, Vector3};
 use rayon::prelude::*;
 use std::time::Instant;
@@ -69,10 +72,23 @@ pub struct StepParams {
     pub beta: f64,
     /// Cap of the separation velocity, m/s.
     pub max_separation: f64,
+    /// How residual penetration is removed.
+    pub correction: Correction,
     /// Rotation model between jumps.
     pub rotation: RotationModel,
     /// QP solver.
     pub solver: SolverConfig,
+}
+
+/// How a step removes residual penetration (see [`crate::config::SeparationMethod`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Correction {
+    /// Separation velocities min(β(−δ)/Δt, `max_separation`) in the jump's constraints.
+    Velocity,
+    /// Position post-stabilisation after the jump: penetration beyond `slop` (m) of the
+    /// gaps predicted at the end of the step, times β, removed by the mass-weighted
+    /// smallest displacement (`iterations` projected Gauss–Seidel sweeps).
+    Position { slop: f64, iterations: u32 },
 }
 
 /// A QP that was not solved, kept for the dump.
@@ -122,6 +138,11 @@ pub struct JumpReport {
     pub separation_work: f64,
     /// Work of gravity over the step, J.
     pub gravity_work: f64,
+    /// Worst certificate residual (relative, [`crate::certificate`]) of the step's accepted
+    /// solutions; 0 without islands.
+    pub accuracy: f64,
+    /// Sweeps of the contact-space solver summed over islands.
+    pub sweeps: u32,
     pub t_assembly: f64,
     pub t_solve: f64,
     /// QPs that were not solved.
@@ -130,6 +151,16 @@ pub struct JumpReport {
 
 struct IslandResult {
     u_plus: Vec<f64>,
+    /// Percussion per contact for the next step's warm start (NLGS: the total Λ; other
+    /// solvers: λ_N and the friction percussion).
+    warm_start: Vec<nlgs::ContactImpulse>,
+    /// Certificate of the accepted solution.
+    certificate: Certificate,
+    /// Position correction per body of the island (translation, rotation vector); empty
+    /// with separation velocities.
+    correction: Vec<(Vector3<f64>, Vector3<f64>)>,
+    /// Sweeps of the contact-space solver.
+    sweeps: u32,
     outcome: QpOutcome,
     dissipated: f64,
     separation_work: f64,
@@ -228,7 +259,8 @@ pub fn prepare(params: &StepParams, blocks: &[Block], contacts: &[Contact]) -> P
                 .iter()
                 .map(|&k| {
                     let c = &contacts[k];
-                    let separation = if c.gap < 0.0 {
+                    let velocity = matches!(params.correction, Correction::Velocity);
+                    let separation = if velocity && c.gap < 0.0 {
                         (params.beta * (-c.gap) / dt).min(params.max_separation)
                     } else {
                         0.0
@@ -292,6 +324,11 @@ pub fn solve_qp(
         }
         SolverConfig::Warm { tolerance, max_iterations, fallback_tolerance, .. } => {
             solve_warm(qp, &lambda0(), tolerance, max_iterations, fallback_tolerance)
+        }
+        // The contact-space solver needs the island's bodies and contacts (it runs in
+        // `step_with_friction`); given a bare QP, Clarabel solves it.
+        SolverConfig::Nlgs { fallback_tolerance, .. } => {
+            solve_clarabel(qp, fallback_tolerance, 200)
         }
     };
     if let Some(it) = dense_iterations {
@@ -365,8 +402,14 @@ pub fn step_with_friction(
                 .collect();
             let mut cones: Option<ConeQp> = None;
             let mut relaxed = false;
+            let mut relaxed_qp: Option<Qp> = None;
+            let mut tangential = vec![Vector3::zeros(); jc.len()];
+            let mut sweeps = 0;
+            let mut impulses: Option<Vec<nlgs::ContactImpulse>> = None;
+            let mut nlgs_certificate: Option<Certificate> = None;
+            let frictional = fr.iter().any(|f| f.mu > 0.0);
             let (clarabel_tolerance, clarabel_iterations) = params.solver.clarabel_settings();
-            let mut outcome = if fr.iter().any(|f| f.mu > 0.0) {
+            let solve_socp = |tangential: &mut Vec<Vector3<f64>>| {
                 let (co, retried, cq) = friction::solve_island(
                     qp,
                     bodies,
@@ -375,11 +418,48 @@ pub fn step_with_friction(
                     clarabel_tolerance,
                     clarabel_iterations,
                 );
-                (relaxed, cones) = (retried, Some(cq));
-                co.outcome
-            } else {
-                solve_qp(&params.solver, qp, bodies.len(), || keys_prev.initial_lambda(keys))
+                *tangential = co.tangential;
+                (co.outcome, retried, cq)
             };
+            let mut outcome =
+                if let SolverConfig::Nlgs { tolerance, max_sweeps, .. } = params.solver {
+                    let cq = friction::assemble_cones(qp, bodies, jc, &fr);
+                    let initial = keys_prev.initial_impulses(keys);
+                    let nl = nlgs::solve(&cq, bodies, jc, &initial, tolerance, max_sweeps);
+                    sweeps = nl.sweeps;
+                    if nl.solved {
+                        tangential = nl.friction.clone();
+                        impulses = Some(nl.impulses.clone());
+                        nlgs_certificate = Some(nl.certificate);
+                        if frictional {
+                            cones = Some(cq);
+                        }
+                        QpOutcome {
+                            lambda: nl.normal.clone(),
+                            x: nl.x,
+                            status: "Solved".into(),
+                            solved: true,
+                            iterations: nl.sweeps,
+                            r_prim: nl.certificate.primal,
+                            r_dual: nl.certificate.stationarity,
+                            solver: SolverUsed::Nlgs,
+                            fallback: false,
+                        }
+                    } else if frictional {
+                        let (o, retried, cq) = solve_socp(&mut tangential);
+                        (relaxed, cones) = (retried, Some(cq));
+                        QpOutcome { fallback: true, iterations: o.iterations + nl.sweeps, ..o }
+                    } else {
+                        let o = solve_clarabel(qp, clarabel_tolerance, clarabel_iterations);
+                        QpOutcome { fallback: true, iterations: o.iterations + nl.sweeps, ..o }
+                    }
+                } else if frictional {
+                    let (o, retried, cq) = solve_socp(&mut tangential);
+                    (relaxed, cones) = (retried, Some(cq));
+                    o
+                } else {
+                    solve_qp(&params.solver, qp, bodies.len(), || keys_prev.initial_lambda(keys))
+                };
             // Separation velocities demanded of a block wedged between opposing faces can
             // contradict each other (PrimalInfeasible). Without them the QP is always
             // feasible (u⁺ = 0 satisfies every c_kᵀu⁺ ≥ 0), so the island is solved again
@@ -402,8 +482,47 @@ pub fn step_with_friction(
                         ..retry
                     };
                     relaxed = true;
+                    relaxed_qp = Some(q);
                 }
             }
+            // The certificate of the accepted solution, on the program it solved.
+            let certificate = match (&cones, nlgs_certificate) {
+                (_, Some(c)) => c,
+                (Some(cq), None) => {
+                    let mut z = vec![0.0; cq.qp.m()];
+                    for (k, &row) in cq.normal_rows.iter().enumerate() {
+                        z[row] = outcome.lambda[k];
+                        if cq.mu[k] > 0.0 {
+                            let (t1, t2) = cq.tangents[k];
+                            z[row + 1] = tangential[k].dot(&t1) / cq.mu[k];
+                            z[row + 2] = tangential[k].dot(&t2) / cq.mu[k];
+                        }
+                    }
+                    certify(&cq.qp, &cq.cones, &outcome.x, &z)
+                }
+                (None, None) => {
+                    let q = relaxed_qp.as_ref().unwrap_or(qp);
+                    certify(
+                        q,
+                        &[SupportedConeT::NonnegativeConeT(q.m())],
+                        &outcome.x,
+                        &outcome.lambda,
+                    )
+                }
+            };
+            let correction = match params.correction {
+                Correction::Position { slop, iterations } => {
+                    let gaps: Vec<f64> = island.contacts.iter().map(|&k| contacts[k].gap).collect();
+                    let cx = qp.c_mul(&outcome.x);
+                    let target: Vec<f64> = gaps
+                        .iter()
+                        .zip(&cx)
+                        .map(|(g, v)| params.beta * (-(g + dt * v) - slop))
+                        .collect();
+                    position_correction(bodies, jc, &target, iterations)
+                }
+                Correction::Velocity => Vec::new(),
+            };
             let x = &outcome.x;
             let mut u = vec![0.0; x.len()];
             let mut work_internal = 0.0;
@@ -426,8 +545,20 @@ pub fn step_with_friction(
             } else {
                 jc.iter().zip(&outcome.lambda).map(|(c, l)| 0.5 * l * c.separation).sum()
             };
+            let warm_start = impulses.unwrap_or_else(|| {
+                outcome
+                    .lambda
+                    .iter()
+                    .zip(&tangential)
+                    .map(|(&normal, &tangential)| nlgs::ContactImpulse { normal, tangential })
+                    .collect()
+            });
             IslandResult {
                 u_plus: u,
+                warm_start,
+                certificate,
+                correction,
+                sweeps,
                 dissipated: separation_work - work_internal,
                 separation_work,
                 outcome,
@@ -442,7 +573,9 @@ pub fn step_with_friction(
     let mut used_warm = false;
     let mut used_socp = false;
     let mut used_dense = false;
+    let mut used_nlgs = false;
     let mut next_warm = WarmStart::default();
+    let mut corrections: Vec<Option<(Vector3<f64>, Vector3<f64>)>> = vec![None; blocks.len()];
     for (k, (res, AssembledIsland { island, qp, .. })) in results.iter().zip(assembled).enumerate()
     {
         let o = &res.outcome;
@@ -452,10 +585,16 @@ pub fn step_with_friction(
         rep.r_prim = rep.r_prim.max(o.r_prim);
         rep.r_dual = rep.r_dual.max(o.r_dual);
         rep.fallback |= o.fallback;
+        rep.sweeps += res.sweeps;
+        if o.solved {
+            let w = res.certificate.worst();
+            rep.accuracy = if w.is_nan() { f64::NAN } else { rep.accuracy.max(w) };
+        }
         match o.solver {
             SolverUsed::Clarabel if res.cones.is_some() => used_socp = true,
             SolverUsed::Clarabel => used_clarabel = true,
             SolverUsed::Warm => used_warm = true,
+            SolverUsed::Nlgs => used_nlgs = true,
             SolverUsed::Dense => {
                 used_dense = true;
                 rep.islands_dense += 1;
@@ -484,15 +623,28 @@ pub fn step_with_friction(
         for (l, &b) in island.bodies.iter().enumerate() {
             let u = &res.u_plus[6 * l..6 * l + 6];
             u_plus[b] = (Vector3::new(u[0], u[1], u[2]), Vector3::new(u[3], u[4], u[5]));
+            if let Some(c) = res.correction.get(l) {
+                corrections[b] = Some(*c);
+            }
         }
-        next_warm.record(&res.keys, &o.lambda);
+        if matches!(o.solver, SolverUsed::Nlgs) || res.cones.is_some() {
+            next_warm
+                .record(&res.keys, &res.warm_start.iter().map(|w| w.normal).collect::<Vec<_>>());
+            next_warm.record_tangential(
+                &res.keys,
+                &res.warm_start.iter().map(|w| w.tangential).collect::<Vec<_>>(),
+            );
+        } else {
+            next_warm.record(&res.keys, &o.lambda);
+        }
     }
     *warm = next_warm;
-    let others = match (used_clarabel, used_warm, used_socp) {
-        (false, false, false) => None,
-        (true, false, false) => Some("clarabel"),
-        (false, true, false) => Some("warm"),
-        (false, false, true) => Some("clarabel_socp"),
+    let others = match (used_clarabel, used_warm, used_socp, used_nlgs) {
+        (false, false, false, false) => None,
+        (true, false, false, false) => Some("clarabel"),
+        (false, true, false, false) => Some("warm"),
+        (false, false, true, false) => Some("clarabel_socp"),
+        (false, false, false, true) => Some("nlgs"),
         _ => Some("mixed"),
     };
     rep.solver = match (others, used_dense) {
@@ -502,12 +654,12 @@ pub fn step_with_friction(
         (Some(o), true) => format!("{o}+dense"),
     };
 
-    // 4. Positions and the second half of the rotation (in parallel; gravity's work is
-    // summed afterwards in block order).
-    let work: Vec<Option<f64>> = blocks
+    // 4. Positions and the second half of the rotation, then the position correction (in
+    // parallel; gravity's and the correction's work are summed afterwards in block order).
+    let work: Vec<Option<(f64, f64)>> = blocks
         .par_iter_mut()
-        .zip(u_plus.par_iter().zip(half.par_iter()))
-        .map(|(b, (&(up, wp), (half_rot, _)))| {
+        .zip(u_plus.par_iter().zip(half.par_iter().zip(corrections.par_iter())))
+        .map(|(b, (&(up, wp), ((half_rot, _), corr)))| {
             if !b.active {
                 return None;
             }
@@ -518,11 +670,83 @@ pub fn step_with_friction(
                 rotation::advance(params.rotation, *half_rot, wp, &b.inertia, 0.5 * dt);
             b.rot = rot;
             b.omega = omega;
-            Some(b.mass * params.gravity * dz)
+            let mut lift = 0.0;
+            if let Some((dp, dtheta)) = corr {
+                b.pos += dp;
+                if *dtheta != Vector3::zeros() {
+                    b.rot = UnitQuaternion::from_scaled_axis(*dtheta) * b.rot;
+                }
+                lift = b.mass * params.gravity * dp.z;
+            }
+            Some((b.mass * params.gravity * dz, lift))
         })
         .collect();
-    for w in work.into_iter().flatten() {
+    for (w, lift) in work.into_iter().flatten() {
         rep.gravity_work -= w;
+        rep.separation_work += lift;
     }
     rep
+}
+
+/// Position post-stabilisation of an island (split impulse): the mass-weighted smallest
+/// displacement Δq (translation and rotation vector per body) with c_kᵀΔq ≥ `target[k]`
+/// for every contact, by `iterations` sweeps of projected Gauss–Seidel on the multipliers
+/// λ_k ≥ 0 of Δq = M⁻¹ Σ c_k λ_k. `target[k]` = β(−δ'_k − slop) for the gap δ'_k predicted
+/// at the end of the step (negative for a gap that stays open: the correction may not push
+/// a block into another beyond it). Velocities are untouched, so no kinetic energy is
+/// injected; when the targets contradict each other (a block wedged between opposing
+/// faces) the sweeps settle on a compromise instead of failing. Zero when no target is
+/// positive.
+pub fn position_correction(
+    bodies: &[JumpBody],
+    contacts: &[JumpContact],
+    target: &[f64],
+    iterations: u32,
+) -> Vec<(Vector3<f64>, Vector3<f64>)> {
+    let mut dq = vec![(Vector3::zeros(), Vector3::zeros()); bodies.len()];
+    if !target.iter().any(|t| *t > 0.0) {
+        return dq;
+    }
+    let inv_i: Vec<Matrix3<f64>> =
+        bodies.iter().map(|b| b.inertia.try_inverse().unwrap_or_else(Matrix3::zeros)).collect();
+    // Per contact and side: (body, linear row, angular row, M⁻¹ linear, M⁻¹ angular).
+    type Side = (usize, Vector3<f64>, Vector3<f64>, Vector3<f64>, Vector3<f64>);
+    let rows: Vec<(Vec<Side>, f64)> = contacts
+        .iter()
+        .map(|c| {
+            let mut sides = vec![(c.i, 1.0)];
+            if let Some(j) = c.j {
+                sides.push((j, -1.0));
+            }
+            let sides: Vec<Side> = sides
+                .into_iter()
+                .map(|(b, sign)| {
+                    let lin = c.normal * sign;
+                    let ang = (c.point - bodies[b].pos).cross(&c.normal) * sign;
+                    (b, lin, ang, lin / bodies[b].mass, inv_i[b] * ang)
+                })
+                .collect();
+            let w: f64 = sides.iter().map(|s| s.1.dot(&s.3) + s.2.dot(&s.4)).sum();
+            (sides, w)
+        })
+        .collect();
+    let mut lambda = vec![0.0; contacts.len()];
+    for _ in 0..iterations {
+        for (k, (sides, w)) in rows.iter().enumerate() {
+            if *w <= 0.0 {
+                continue;
+            }
+            let cq: f64 = sides.iter().map(|s| s.1.dot(&dq[s.0].0) + s.2.dot(&dq[s.0].1)).sum();
+            let new = (lambda[k] + (target[k] - cq) / w).max(0.0);
+            let d = new - lambda[k];
+            if d != 0.0 {
+                lambda[k] = new;
+                for s in sides {
+                    dq[s.0].0 += s.3 * d;
+                    dq[s.0].1 += s.4 * d;
+                }
+            }
+        }
+    }
+    dq
 }

@@ -53,6 +53,7 @@
 //! handed to Clarabel and recorded as a fallback (diagnostics column `fallback`).
 
 use crate::assembly::Qp;
+use crate::nlgs::ContactImpulse;
 use crate::solvers::{QpOutcome, SolverUsed, kkt_residuals, solve_clarabel};
 use faer::dyn_stack::{MemBuffer, MemStack, StackReq};
 use faer::linalg::solvers::{Llt, Solve};
@@ -62,6 +63,7 @@ use faer::sparse::linalg::cholesky::{
 };
 use faer::sparse::{SparseColMatRef, SymbolicSparseColMatRef};
 use faer::{Conj, Mat, MatMut, Par, Side};
+use nalgebra::Vector3;
 use std::collections::HashMap;
 
 /// Identity of a contact across steps: block id, other body (kind, id), and the contact
@@ -95,28 +97,42 @@ const NEIGHBOURS: [[i64; 3]; 26] = {
     out
 };
 
-/// Multipliers of the previous step, by contact key.
+/// Multipliers of the previous step, by contact key: the normal percussion λ_N of every
+/// contact, and the friction percussion λ_T (world) of frictional ones.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct WarmStart {
     lambda: HashMap<ContactKey, f64>,
+    tangential: HashMap<ContactKey, Vector3<f64>>,
 }
 
 impl WarmStart {
+    /// The key under which a contact's previous multiplier is stored: the same key, else
+    /// the same pair in a neighbouring cell (a contact point that crossed a cell boundary).
+    fn find(&self, k: &ContactKey) -> Option<ContactKey> {
+        if self.lambda.contains_key(k) {
+            return Some(*k);
+        }
+        NEIGHBOURS.iter().find_map(|d| {
+            let cell = [k.cell[0] + d[0], k.cell[1] + d[1], k.cell[2] + d[2]];
+            let n = ContactKey { cell, ..*k };
+            self.lambda.contains_key(&n).then_some(n)
+        })
+    }
     /// Initial multipliers for these contacts: the previous step's multiplier of the same
-    /// key, else of the same pair in a neighbouring cell (a contact point that crossed a
-    /// cell boundary), else 0.
+    /// key, else of the same pair in a neighbouring cell, else 0.
     pub fn initial_lambda(&self, keys: &[ContactKey]) -> Vec<f64> {
+        keys.iter().map(|k| self.find(k).map_or(0.0, |f| self.lambda[&f])).collect()
+    }
+    /// Initial percussions (normal and friction) for these contacts, looked up as
+    /// [`WarmStart::initial_lambda`].
+    pub fn initial_impulses(&self, keys: &[ContactKey]) -> Vec<ContactImpulse> {
         keys.iter()
-            .map(|k| {
-                self.lambda.get(k).copied().unwrap_or_else(|| {
-                    NEIGHBOURS
-                        .iter()
-                        .find_map(|d| {
-                            let cell = [k.cell[0] + d[0], k.cell[1] + d[1], k.cell[2] + d[2]];
-                            self.lambda.get(&ContactKey { cell, ..*k }).copied()
-                        })
-                        .unwrap_or(0.0)
-                })
+            .map(|k| match self.find(k) {
+                Some(f) => ContactImpulse {
+                    normal: self.lambda[&f],
+                    tangential: self.tangential.get(&f).copied().unwrap_or_else(Vector3::zeros),
+                },
+                None => ContactImpulse::default(),
             })
             .collect()
     }
@@ -126,6 +142,25 @@ impl WarmStart {
             self.lambda.insert(*k, *l);
         }
     }
+    /// Remember the friction percussions of a solved island (zero ones are not stored).
+    pub fn record_tangential(&mut self, keys: &[ContactKey], tangential: &[Vector3<f64>]) {
+        for (k, t) in keys.iter().zip(tangential) {
+            if *t != Vector3::zeros() {
+                self.tangential.insert(*k, *t);
+            }
+        }
+    }
+    /// Friction entries sorted by key (for checkpoints).
+    pub fn tangential_entries(&self) -> Vec<(ContactKey, [f64; 3])> {
+        let mut v: Vec<_> = self.tangential.iter().map(|(k, t)| (*k, [t.x, t.y, t.z])).collect();
+        v.sort_by_key(|a| a.0);
+        v
+    }
+    /// Add checkpointed friction entries.
+    pub fn with_tangential(mut self, entries: &[(ContactKey, [f64; 3])]) -> Self {
+        self.tangential = entries.iter().map(|(k, t)| (*k, Vector3::from(*t))).collect();
+        self
+    }
     /// Entries sorted by key (for checkpoints).
     pub fn entries(&self) -> Vec<(ContactKey, f64)> {
         let mut v: Vec<_> = self.lambda.iter().map(|(k, l)| (*k, *l)).collect();
@@ -134,7 +169,7 @@ impl WarmStart {
     }
     /// From checkpointed entries.
     pub fn from_entries(entries: &[(ContactKey, f64)]) -> Self {
-        WarmStart { lambda: entries.iter().copied().collect() }
+        WarmStart { lambda: entries.iter().copied().collect(), tangential: HashMap::new() }
     }
 }
 
@@ -626,6 +661,21 @@ fn solve_on(
         }
     }
     Some((x, lambda))
+}
+
+/// The equality-constrained QP `min ½xᵀHx − pᵀx s.t. Cx = r` on every row of `qp`, by the
+/// warm solver's regularised factorisation and iterative refinement, from (x0, λ0)
+/// (used to polish the contact-space solver's answer, [`crate::nlgs`]). `None` when the
+/// factorisation fails.
+pub(crate) fn solve_equality(
+    qp: &Qp,
+    x0: &[f64],
+    lambda0: &[f64],
+    iterations: &mut u32,
+) -> Option<Primal> {
+    let mut f = Factor::new(qp, DENSE_FACTOR_MAX)?;
+    let active = vec![true; qp.m()];
+    solve_on(&mut f, &active, lambda0, x0, iterations)
 }
 
 /// Accept (x, λ) from [`solve_on`] as the QP's solution: no multiplier negative beyond

@@ -18,7 +18,7 @@ use talus_engine::rotation::RotationModel;
 use talus_engine::sim::Simulation;
 use talus_engine::solvers::{QpOutcome, SolverUsed, kkt_residuals, solve_clarabel};
 use talus_engine::statics::{Statics, Tin};
-use talus_engine::step::{KappaLaw, StepParams, prepare, solve_qp, step_with_contacts};
+use talus_engine::step::{Correction, KappaLaw, StepParams, prepare, solve_qp, step_with_contacts};
 use talus_engine::warm::WarmStart;
 
 /// Clarabel's solution at the tightest tolerance it reaches (`Solved`) among 1e-12, 1e-11,
@@ -340,6 +340,7 @@ fn infeasible_island_falls_back() {
         kappa: KappaLaw::Global { normal: 100.0, tangential: 100.0 },
         beta: 0.2,
         max_separation: 1.0,
+        correction: Correction::Velocity,
         rotation: RotationModel::ConstantOmega,
         solver,
     };

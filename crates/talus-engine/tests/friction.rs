@@ -13,7 +13,7 @@ use talus_engine::friction::{
     self, ContactFriction, FrictionConfig, FrictionLaw, assemble_cones, relative_velocity,
 };
 use talus_engine::rotation::RotationModel;
-use talus_engine::step::{JumpReport, KappaLaw, StepParams, step_with_friction};
+use talus_engine::step::{Correction, JumpReport, KappaLaw, StepParams, step_with_friction};
 use talus_engine::warm::WarmStart;
 
 const G: f64 = 9.81;
@@ -26,6 +26,7 @@ fn params(kn: f64, kt: f64) -> StepParams {
         kappa: KappaLaw::Global { normal: kn, tangential: kt },
         beta: 0.2,
         max_separation: 1.0,
+        correction: Correction::Velocity,
         rotation: RotationModel::ConstantOmega,
         solver: SolverConfig::Clarabel {
             tolerance: 1e-9,

@@ -6,7 +6,7 @@ use talus_engine::body::Block;
 use talus_engine::config::SolverConfig;
 use talus_engine::contact::{Contact, Other};
 use talus_engine::rotation::RotationModel;
-use talus_engine::step::{KappaLaw, StepParams, step_with_contacts};
+use talus_engine::step::{Correction, KappaLaw, StepParams, step_with_contacts};
 use talus_engine::warm::WarmStart;
 
 fn params(dt: f64, gravity: f64, kn: f64, kt: f64) -> StepParams {
@@ -16,6 +16,7 @@ fn params(dt: f64, gravity: f64, kn: f64, kt: f64) -> StepParams {
         kappa: KappaLaw::Global { normal: kn, tangential: kt },
         beta: 0.2,
         max_separation: 1.0,
+        correction: Correction::Velocity,
         rotation: RotationModel::ConstantOmega,
         solver: SolverConfig::Clarabel {
             tolerance: 1e-11,

@@ -44,9 +44,9 @@ pub fn energies_schema() -> Schema {
         f(
             "separation_work",
             "J",
-            "work of the separation velocities that remove residual penetration, this step (>= 0)",
+            "work of the penetration correction this step: the separation velocities' work, or the potential energy the position correction adds (m g dz of the moves)",
         ),
-        f("separation_work_cumulative", "J", "separation work since the start"),
+        f("separation_work_cumulative", "J", "penetration-correction work since the start"),
         f(
             "removed_cumulative",
             "J",
@@ -78,6 +78,11 @@ pub fn diagnostics_schema() -> Schema {
         u("iterations", "solver iterations summed over islands"),
         f("primal_residual", "1", "largest primal residual over islands"),
         f("dual_residual", "1", "largest dual residual over islands"),
+        f(
+            "accuracy",
+            "1",
+            "worst relative KKT residual (stationarity, feasibility, complementarity) of the accepted solutions, computed from each island's program whatever the solver (0: no island)",
+        ),
         field(
             "fallback",
             DataType::Boolean,

@@ -1,0 +1,245 @@
+//! Talus against the game engines a rockfall modeller would otherwise pick (issue 16): the
+//! thesis heaps (`data/thesis-granular/`, N blocks thrown onto the plane z = 0, Δt = 1 ms)
+//! stepped by Talus and, in the same run, by pybullet (50 sequential-impulse iterations) and
+//! rapier3d (its default 4 TGS iterations) through `benches/peers.py`, frictionless and
+//! with Coulomb μ = 0.5. Only the stepping loop is timed, single thread. For every engine
+//! the table gives s/step, the total, the ratio Talus / peer, and the final heap's median
+//! centre height and r95 (95th percentile of the horizontal distance of the centres from
+//! their mean), so that the heaps can be compared, not only the clocks.
+//!
+//! `cargo bench -p talus-engine --bench peers`. Environment:
+//! * TALUS_BENCH_N = comma-separated thesis sizes (default 100,1000,3000);
+//! * TALUS_BENCH_MU = comma-separated μ (default 0,0.5);
+//! * TALUS_BENCH_STEPS (default 1000);
+//! * TALUS_BENCH_SOLVER = nlgs | clarabel | warm (default nlgs);
+//! * TALUS_BENCH_PEERS = comma-separated peers (default pybullet,rapier; empty: none).
+//!   A peer whose Python module is missing is reported as skipped.
+
+use nalgebra::{Matrix3, Rotation3, UnitQuaternion, Vector3};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+use talus_engine::body::Block;
+use talus_engine::config::{Config, Kappa, PlaneConfig, SolverConfig};
+use talus_engine::files::statics;
+use talus_engine::friction::{FrictionConfig, FrictionLaw};
+use talus_engine::sim::Simulation;
+
+fn data_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/thesis-granular")
+}
+
+fn numbers(path: &Path) -> Vec<Vec<f64>> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.split_whitespace().map(|t| t.parse::<f64>().expect("number")).collect())
+        .collect()
+}
+
+fn thesis_blocks(dir: &Path, n: usize) -> Vec<Block> {
+    let sizes = numbers(&dir.join(format!("size_{n}.data")));
+    let pos = numbers(&dir.join(format!("position_{n}.data")));
+    (0..n)
+        .map(|k| {
+            let v =
+                |r: usize| Vector3::new(pos[6 * k + r][0], pos[6 * k + r][1], pos[6 * k + r][2]);
+            let m = Matrix3::from_columns(&[v(3), v(4), v(5)]);
+            let rot = UnitQuaternion::from_rotation_matrix(&Rotation3::from_matrix(&m));
+            let s = &sizes[k];
+            let mut b = Block::new(k as u32, s[0], s[1], s[2], 5000.0, v(0), rot);
+            b.vel = v(1);
+            b.omega = v(2);
+            b
+        })
+        .collect()
+}
+
+/// Median centre height and r95 of a heap, m.
+fn heap_stats(centres: &[[f64; 3]]) -> (f64, f64) {
+    let n = centres.len() as f64;
+    let (mx, my) = centres.iter().fold((0.0, 0.0), |a, c| (a.0 + c[0] / n, a.1 + c[1] / n));
+    let mut z: Vec<f64> = centres.iter().map(|c| c[2]).collect();
+    let mut r: Vec<f64> = centres.iter().map(|c| (c[0] - mx).hypot(c[1] - my)).collect();
+    z.sort_by(f64::total_cmp);
+    r.sort_by(f64::total_cmp);
+    let q = |v: &[f64], p: f64| v[((v.len() - 1) as f64 * p).round() as usize];
+    (q(&z, 0.5), q(&r, 0.95))
+}
+
+struct Outcome {
+    seconds: f64,
+    median_z: f64,
+    r95: f64,
+    note: String,
+}
+
+fn talus(n: usize, mu: f64, steps: u64, solver: &SolverConfig) -> Outcome {
+    let blocks = thesis_blocks(&data_dir(), n);
+    let friction = if mu > 0.0 {
+        FrictionConfig {
+            block_block: Some(FrictionLaw::Coulomb(mu)),
+            block_terrain: Some(FrictionLaw::Coulomb(mu)),
+            slip_credit: true,
+        }
+    } else {
+        FrictionConfig::default()
+    };
+    let config = Config {
+        dt: 1e-3,
+        steps: Some(steps),
+        gravity: 9.80665,
+        kappa: Kappa::Thesis { factor: 0.5 },
+        tolerance: 1e-3,
+        solver: solver.clone(),
+        planes: vec![PlaneConfig { point: [0.0, 0.0, 0.0], normal: [0.0, 0.0, 1.0] }],
+        allow_initial_overlap: true,
+        friction,
+        ..Config::default()
+    };
+    let st = statics(&config, None);
+    let mut sim = Simulation::new(config, blocks, st).expect("simulation");
+    let (mut fallbacks, mut sweeps, mut worst, mut not_solved, mut pen) =
+        (0, 0u64, 0.0f64, 0, 0.0f64);
+    let t0 = Instant::now();
+    for _ in 0..steps {
+        let (_, d) = sim.advance();
+        if std::env::var("TALUS_BENCH_TRACE").is_ok() && d.jump.islands > 0 {
+            let j = &d.jump;
+            eprintln!(
+                "step {} islands {} vars {} solver {} status {} it {} sweeps {} acc {:.2e} rp {:.1e} rd {:.1e} fb {}",
+                d.step,
+                j.islands,
+                j.qp_variables,
+                j.solver,
+                j.status,
+                j.iterations,
+                j.sweeps,
+                j.accuracy,
+                j.r_prim,
+                j.r_dual,
+                j.fallback
+            );
+        }
+        fallbacks += d.jump.fallback as u32;
+        sweeps += d.jump.sweeps as u64;
+        worst = worst.max(d.jump.accuracy);
+        not_solved += (!d.jump.failed.is_empty()) as u32;
+        pen = pen.max(d.jump.max_penetration);
+    }
+    let seconds = t0.elapsed().as_secs_f64();
+    let centres: Vec<[f64; 3]> = sim.blocks.iter().map(|b| [b.pos.x, b.pos.y, b.pos.z]).collect();
+    let (median_z, r95) = heap_stats(&centres);
+    Outcome {
+        seconds,
+        median_z,
+        r95,
+        note: format!(
+            "fallback steps {fallbacks}, not solved {not_solved}, sweeps/step {:.1}, worst certificate {worst:.1e}, max penetration {pen:.2e} m",
+            sweeps as f64 / steps as f64
+        ),
+    }
+}
+
+fn peer(engine: &str, n: usize, mu: f64, steps: u64) -> Result<Outcome, String> {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/peers.py");
+    let out = Command::new("python3")
+        .arg(&script)
+        .args(["--engine", engine, "--n", &n.to_string(), "--mu", &mu.to_string()])
+        .args(["--steps", &steps.to_string(), "--data"])
+        .arg(data_dir())
+        .output()
+        .map_err(|e| format!("python3: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(err.lines().last().unwrap_or("failed").to_string());
+    }
+    let v: serde_json::Value =
+        serde_json::from_str(text.trim()).map_err(|e| format!("{e}: {text}"))?;
+    if let Some(s) = v.get("skipped").and_then(|s| s.as_str()) {
+        return Err(format!("skipped: {s}"));
+    }
+    let f = |k: &str| v[k].as_f64().ok_or_else(|| format!("no {k} in {text}"));
+    Ok(Outcome {
+        seconds: f("seconds")?,
+        median_z: f("median_z")?,
+        r95: f("r95")?,
+        note: v["note"].as_str().unwrap_or("").to_string(),
+    })
+}
+
+fn list<T: std::str::FromStr>(var: &str, default: &str) -> Vec<T> {
+    std::env::var(var)
+        .unwrap_or_else(|_| default.into())
+        .split(',')
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| s.trim().parse().unwrap_or_else(|_| panic!("{var}: bad value {s:?}")))
+        .collect()
+}
+
+fn main() {
+    let sizes: Vec<usize> = list("TALUS_BENCH_N", "100,1000,3000");
+    let mus: Vec<f64> = list("TALUS_BENCH_MU", "0,0.5");
+    let steps: u64 = list("TALUS_BENCH_STEPS", "1000")[0];
+    let peers: Vec<String> = list("TALUS_BENCH_PEERS", "pybullet,rapier");
+    let solver = match std::env::var("TALUS_BENCH_SOLVER").as_deref() {
+        Ok("clarabel") => {
+            SolverConfig::Clarabel { tolerance: 1e-9, max_iterations: 200, dense_max_bodies: 0 }
+        }
+        Ok("warm") => SolverConfig::Warm {
+            tolerance: 1e-9,
+            max_iterations: 200,
+            fallback_tolerance: 1e-9,
+            dense_max_bodies: talus_engine::config::DENSE_MAX_BODIES,
+        },
+        Ok("nlgs") | Err(_) => SolverConfig::Nlgs {
+            tolerance: std::env::var("TALUS_BENCH_TOL")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(1e-6),
+            max_sweeps: std::env::var("TALUS_BENCH_SWEEPS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(100),
+            fallback_tolerance: 1e-9,
+        },
+        Ok(other) => panic!("TALUS_BENCH_SOLVER: unknown solver {other:?}"),
+    };
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!(
+        "thesis heaps, {steps} steps of 1 ms, Talus solver {solver:?}; cores {}; load {}",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+    );
+    println!("| N | μ | engine | s/step | total s | Talus / engine | median z m | r95 m | notes |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for &n in &sizes {
+        for &mu in &mus {
+            let t = talus(n, mu, steps, &solver);
+            println!(
+                "| {n} | {mu} | talus | {:.3e} | {:.2} | 1 | {:.3} | {:.3} | {} |",
+                t.seconds / steps as f64,
+                t.seconds,
+                t.median_z,
+                t.r95,
+                t.note
+            );
+            for p in &peers {
+                match peer(p, n, mu, steps) {
+                    Ok(o) => println!(
+                        "| {n} | {mu} | {p} | {:.3e} | {:.2} | {:.2} | {:.3} | {:.3} | {} |",
+                        o.seconds / steps as f64,
+                        o.seconds,
+                        t.seconds / o.seconds,
+                        o.median_z,
+                        o.r95,
+                        o.note
+                    ),
+                    Err(e) => println!("| {n} | {mu} | {p} | — | — | — | — | — | {e} |"),
+                }
+            }
+        }
+    }
+}

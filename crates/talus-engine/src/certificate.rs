@@ -1,0 +1,136 @@
+//! Accuracy certificate of a jump's solution, computed from the program's data alone,
+//! whatever method produced it.
+//!
+//! The jump of an island is `min ½xᵀHx − pᵀx s.t. s = Cx − r ∈ K` with K a product of
+//! non-negative cones and 3-D second-order cones ([`crate::friction`]). A pair (x, z) solves
+//! it exactly when
+//!
+//! ```text
+//! stationarity   Hx − p − Cᵀz = 0
+//! primal         s = Cx − r ∈ K
+//! dual           z ∈ K            (K is self-dual)
+//! complementary  z_kᵀ s_k = 0 for every cone k
+//! ```
+//!
+//! Each residual is non-dimensionalised by the step's own scales, so that one relative
+//! tolerance means the same for a 1 kg block and a 10⁷ kg one, at Δt = 1 ms or 0.1 s:
+//! stationarity (a percussion) by max(‖Hx‖∞, ‖p‖∞, ‖Cᵀz‖∞); the primal residual (a
+//! velocity) by the velocity scale V = max(‖Cx‖∞, ‖r‖∞, ‖C(p ⊘ diag H)‖∞) (the last term
+//! is the free motion the contacts stop, g Δt for a block at rest, where x and r vanish);
+//! the dual residual by the percussion scale Z = max(‖z‖∞, the stationarity scale) (the
+//! second term for islands whose contacts all open, where z ~ 0); complementarity (a
+//! power) by Z V. The distance to a cone is Euclidean.
+
+use crate::assembly::Qp;
+use clarabel::solver::SupportedConeT;
+
+/// Relative residuals of a solution (each ≥ 0; 0 is exact).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Certificate {
+    /// ‖Hx − p − Cᵀz‖∞ / max(‖Hx‖∞, ‖p‖∞, ‖Cᵀz‖∞).
+    pub stationarity: f64,
+    /// Largest distance of s = Cx − r to its cone, / V.
+    pub primal: f64,
+    /// Largest distance of z to its cone, / Z.
+    pub dual: f64,
+    /// Largest |z_kᵀ s_k| over the cones, / (Z V).
+    pub complementarity: f64,
+}
+
+impl Certificate {
+    /// The largest of the four residuals.
+    pub fn worst(&self) -> f64 {
+        self.stationarity.max(self.primal).max(self.dual).max(self.complementarity)
+    }
+
+    /// Whether every residual is at most `tolerance` (false when one is NaN).
+    pub fn holds(&self, tolerance: f64) -> bool {
+        self.worst() <= tolerance
+    }
+}
+
+fn norm_inf(v: &[f64]) -> f64 {
+    v.iter().fold(0.0, |m, a| m.max(a.abs()))
+}
+
+/// Euclidean distance of `v` to the second-order cone {v₀ ≥ ‖v₁..‖}.
+pub fn soc_distance(v: &[f64]) -> f64 {
+    let t = v[1..].iter().map(|a| a * a).sum::<f64>().sqrt();
+    if v[0] >= t {
+        0.0
+    } else if v[0] <= -t {
+        (v[0] * v[0] + t * t).sqrt()
+    } else {
+        (t - v[0]) / std::f64::consts::SQRT_2
+    }
+}
+
+/// The certificate of (x, z) for `min ½xᵀHx − pᵀx s.t. Cx − r ∈ cones` (rows of C in cone
+/// order). A NaN anywhere gives NaN residuals, which never hold.
+pub fn certify(qp: &Qp, cones: &[SupportedConeT<f64>], x: &[f64], z: &[f64]) -> Certificate {
+    assert_eq!(x.len(), qp.n());
+    assert_eq!(z.len(), qp.m());
+    let hx = qp.h_mul(x);
+    let ctz = qp.ct_mul(z);
+    let cx = qp.c_mul(x);
+    let stat: Vec<f64> = (0..x.len()).map(|k| hx[k] - qp.p[k] - ctz[k]).collect();
+    let tiny = f64::MIN_POSITIVE;
+    let force = norm_inf(&hx).max(norm_inf(&qp.p)).max(norm_inf(&ctz)).max(tiny);
+    // Velocity scale: the constraint rows of x, of r, and of the free motion p ⊘ diag(H)
+    // (what the contacts have to stop: gravity's g Δt for a block at rest, whose x and r
+    // are ~0).
+    let diag = qp.h_diagonal();
+    let free: Vec<f64> =
+        qp.p.iter().zip(&diag).map(|(p, d)| if *d > 0.0 { p / d } else { 0.0 }).collect();
+    let velocity = norm_inf(&cx).max(norm_inf(&qp.r)).max(norm_inf(&qp.c_mul(&free))).max(tiny);
+    // Percussion scale: z's own, or the step's momentum scale when every contact is (nearly)
+    // open (z ~ 0 then, and z's own scale would make roundoff look like a residual).
+    let zs = norm_inf(z).max(force);
+    let s: Vec<f64> = cx.iter().zip(&qp.r).map(|(a, b)| a - b).collect();
+    let mut primal: f64 = 0.0;
+    let mut dual: f64 = 0.0;
+    let mut comp: f64 = 0.0;
+    let mut row = 0;
+    let nan = |a: f64, b: f64| if a.is_nan() || b.is_nan() { f64::NAN } else { a.max(b) };
+    for cone in cones {
+        match *cone {
+            SupportedConeT::NonnegativeConeT(n) => {
+                for k in row..row + n {
+                    primal = nan(primal, (-s[k]).max(0.0));
+                    dual = nan(dual, (-z[k]).max(0.0));
+                    comp = nan(comp, (z[k] * s[k]).abs());
+                }
+                row += n;
+            }
+            SupportedConeT::SecondOrderConeT(n) => {
+                let (sk, zk) = (&s[row..row + n], &z[row..row + n]);
+                primal = nan(primal, soc_distance(sk));
+                dual = nan(dual, soc_distance(zk));
+                comp = nan(comp, sk.iter().zip(zk).map(|(a, b)| a * b).sum::<f64>().abs());
+                row += n;
+            }
+            _ => panic!("certify: only non-negative and second-order cones occur in a jump"),
+        }
+    }
+    assert_eq!(row, qp.m(), "cones must cover every row");
+    Certificate {
+        stationarity: norm_inf(&stat) / force,
+        primal: primal / velocity,
+        dual: dual / zs,
+        complementarity: comp / (zs * velocity),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn soc_distance_matches_the_projection() {
+        assert_eq!(soc_distance(&[2.0, 1.0, 1.0]), 0.0);
+        // Polar cone: the distance is the norm.
+        assert!((soc_distance(&[-2.0, 1.0, 0.0]) - 5f64.sqrt()).abs() < 1e-15);
+        // (0, 1, 0): projection (½, ½, 0), distance √2/2.
+        assert!((soc_distance(&[0.0, 1.0, 0.0]) - 0.5f64.sqrt()).abs() < 1e-15);
+    }
+}
