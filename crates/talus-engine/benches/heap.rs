@@ -301,6 +301,9 @@ fn main() {
         Ok("clarabel") => {
             SolverConfig::Clarabel { tolerance: 1e-9, max_iterations: 200, dense_max_bodies: 0 }
         }
+        Ok("nlgs") => {
+            SolverConfig::Nlgs { tolerance: 1e-6, max_sweeps: 100, fallback_tolerance: 1e-9 }
+        }
         _ => SolverConfig::Warm {
             tolerance: 1e-9,
             max_iterations: env_or("TALUS_BENCH_WARM_ITERATIONS", 200),
@@ -330,6 +333,7 @@ fn main() {
                 dense_max_bodies: d,
             }
         }
+        nlgs @ SolverConfig::Nlgs { .. } => nlgs,
     };
     println!("solver: {solver:?}, dense_max_bodies: {dense:?}");
     print_header();

@@ -5,7 +5,7 @@
 //! (the configuration is the default site's `[run]` table, `pipelines/piton-marcel.toml`).
 
 use std::time::Instant;
-use talus_engine::config::{Config, Kappa, SeparationConfig, SolverConfig};
+use talus_engine::config::{Config, Kappa, SeparationConfig, SeparationMethod, SolverConfig};
 use talus_engine::detect::DetectTimings;
 use talus_engine::files::{read_blocks, read_terrain, statics};
 use talus_engine::rotation::RotationModel;
@@ -38,7 +38,12 @@ fn main() {
         steps: Some(steps),
         kappa: Kappa::Restitution { e: 0.1, tangential_ratio: 1.0 },
         tolerance: 0.05,
-        separation: SeparationConfig { beta: 0.2, max_velocity: 2.0 },
+        separation: SeparationConfig {
+            method: SeparationMethod::Velocity,
+            beta: 0.2,
+            max_velocity: 2.0,
+            ..SeparationConfig::default()
+        },
         rotation: RotationModel::ConstantOmega,
         solver,
         on_solver_failure: talus_engine::config::OnSolverFailure::Continue,

@@ -54,7 +54,9 @@ type M63 = SMatrix<f64, 6, 3>;
 const POLISH_AFTER: u32 = 18;
 const POLISH_EVERY: u32 = 40;
 /// State updates per polish.
-const POLISH_ROUNDS: usize = 4;
+const POLISH_ROUNDS: usize = 6;
+/// Relative slack below which a contact counts as closed when the polish reads the states.
+const POLISH_EPS: f64 = 1e-3;
 
 /// The total percussion Λ of one contact on body i (reaction and κ damping): its normal
 /// component and its tangential part in world coordinates, N s. What the next step starts
@@ -202,38 +204,43 @@ enum State {
     Slide(f64, f64),
 }
 
-/// The contact states of a candidate (z, s) (relative threshold `eps` for "zero").
-fn states(z: &[Vector3<f64>], s: &[Vector3<f64>], mu: &[f64], eps: f64) -> Vec<State> {
-    let zmax = z.iter().fold(0.0f64, |m, v| m.max(v.x.abs()));
-    z.iter()
-        .zip(s)
+/// The contact states of a candidate, read from its cone slacks s (x is unique, the
+/// percussions z of redundant contacts are not): s ≈ 0 sticks (or, frictionless, pushes),
+/// s on the cone's boundary with a slip slides against it, s inside the cone opens.
+/// "≈" is `eps` times the velocity scale `v`.
+fn states(s: &[Vector3<f64>], mu: &[f64], eps: f64, v: f64) -> Vec<State> {
+    let tol = eps * v;
+    s.iter()
         .zip(mu)
-        .map(|((z, s), &mu)| {
-            if z.x <= eps * zmax {
-                State::Open
-            } else if mu <= 0.0 {
-                State::Normal
+        .map(|(s, &mu)| {
+            if mu <= 0.0 {
+                return if s.x <= tol { State::Normal } else { State::Open };
+            }
+            let st = (s.y * s.y + s.z * s.z).sqrt();
+            if s.x.abs().max(st) <= tol {
+                State::Stick
+            } else if s.x - st <= tol && st > tol {
+                // The friction percussion opposes the slip: e = −s_T/‖s_T‖.
+                State::Slide(-s.y / st, -s.z / st)
             } else {
-                let zt = (z.y * z.y + z.z * z.z).sqrt();
-                let st = (s.y * s.y + s.z * s.z).sqrt();
-                if zt < z.x * (1.0 - 1e-9) || st == 0.0 {
-                    State::Stick
-                } else {
-                    // The friction percussion opposes the slip: e = −s_T/‖s_T‖.
-                    State::Slide(-s.y / st, -s.z / st)
-                }
+                State::Open
             }
         })
         .collect()
 }
 
-/// One polish: the equality-constrained QP of the contact states (rows of `cq` combined
-/// per contact), solved by the warm solver's factorisation; returns x and the contacts' z.
+/// One polish: a Newton (SQP) step on the contact states, i.e. the equality-constrained QP
+/// whose rows are the sticking contacts' three cone rows, the pushing frictionless
+/// contacts' normal row, and each sliding contact's linearised boundary
+/// g(s) = s₀ − ‖s_T‖ = 0, (1, −ŝ)ᵀs = 0 with ŝ = s_T/‖s_T‖ = −e, whose curvature
+/// σ (I − ŝŝᵀ)/‖s_T‖ on the tangential rows is added to H (σ the sliding percussion); solved
+/// by the warm solver's factorisation. Returns x and the contacts' z.
 fn polish_once(
     cq: &ConeQp,
     st: &[State],
     x0: &[f64],
     z0: &[Vector3<f64>],
+    s0: &[Vector3<f64>],
     iterations: &mut u32,
 ) -> Option<(Vec<f64>, Vec<Vector3<f64>>)> {
     let n = cq.qp.n();
@@ -276,9 +283,50 @@ fn polish_once(
         }
     }
     let m = r.len();
+    // Curvature of the sliding contacts' boundaries.
+    let h = &cq.qp.h_upper;
+    let (mut hi, mut hj, mut hv) = (vec![], vec![], vec![]);
+    for col in 0..h.n {
+        for k in h.colptr[col]..h.colptr[col + 1] {
+            hi.push(h.rowval[k]);
+            hj.push(col);
+            hv.push(h.nzval[k]);
+        }
+    }
+    let mut p = cq.qp.p.clone();
+    for (k, state) in st.iter().enumerate() {
+        let State::Slide(e1, e2) = *state else { continue };
+        let st_norm = (s0[k].y * s0[k].y + s0[k].z * s0[k].z).sqrt();
+        let sigma = z0[k].x;
+        if sigma <= 0.0 || st_norm <= 0.0 {
+            continue;
+        }
+        let row = cq.normal_rows[k];
+        let pm = [[1.0 - e1 * e1, -e1 * e2], [-e1 * e2, 1.0 - e2 * e2]];
+        let w = sigma / st_norm;
+        for a in 0..2 {
+            for b in 0..2 {
+                let f = w * pm[a][b];
+                if f == 0.0 {
+                    continue;
+                }
+                for &(ci, vi) in &crow[row + 1 + a] {
+                    for &(cj, vj) in &crow[row + 1 + b] {
+                        // W x0 for the right-hand side, and the upper triangle of W.
+                        p[ci] += f * vi * vj * x0[cj];
+                        if ci <= cj {
+                            hi.push(ci);
+                            hj.push(cj);
+                            hv.push(f * vi * vj);
+                        }
+                    }
+                }
+            }
+        }
+    }
     let qp = crate::assembly::Qp {
-        h_upper: cq.qp.h_upper.clone(),
-        p: cq.qp.p.clone(),
+        h_upper: clarabel::algebra::CscMatrix::new_from_triplets(n, n, hi, hj, hv),
+        p,
         c: clarabel::algebra::CscMatrix::new_from_triplets(m, n, rows, cols, vals),
         r,
     };
@@ -485,7 +533,7 @@ pub fn solve(
             // Polish: once the sweeps have settled the contact states, solve the
             // equality-constrained QP of those states (a Newton step), updating the states
             // from its answer a few times.
-            if sweeps >= POLISH_AFTER && (sweeps - POLISH_AFTER) % POLISH_EVERY == 0
+            if sweeps >= POLISH_AFTER && (sweeps - POLISH_AFTER).is_multiple_of(POLISH_EVERY)
                 || sweeps == max_sweeps
             {
                 let y_of = |r: &Row, x: &[f64]| {
@@ -510,10 +558,14 @@ pub fn solve(
                         .collect()
                 };
                 let mu: Vec<f64> = rows.iter().map(|r| r.mu).collect();
-                let mut st = states(&z, &s_of(&x), &mu, 1e-12);
+                let s0 = s_of(&x);
+                let v =
+                    s0.iter().chain(rows.iter().map(|r| &r.r)).fold(0.0f64, |m, s| m.max(s.amax()));
+                let mut st = states(&s0, &mu, POLISH_EPS, v);
+                let (mut xc, mut zc, mut sc) = (x.clone(), z.clone(), s0);
                 for _ in 0..POLISH_ROUNDS {
                     let mut it = 0;
-                    let Some((xp, zp)) = polish_once(cq, &st, &x, &z, &mut it) else {
+                    let Some((xp, zp)) = polish_once(cq, &st, &xc, &zc, &sc, &mut it) else {
                         break;
                     };
                     polishes += 1;
@@ -551,6 +603,7 @@ pub fn solve(
                         break;
                     }
                     st = next;
+                    (xc, zc, sc) = (xp, zp, sp);
                 }
                 if solved {
                     break;

@@ -85,13 +85,13 @@ fn random_island(
     }
     let mut contacts = Vec::new();
     let mut mu = Vec::new();
-    for k in 0..n {
+    for (k, body) in bodies.iter().enumerate() {
         for c in 0..4 {
             let (sx, sy) = ([-0.4, 0.4, 0.4, -0.4][c], [-0.3, -0.3, 0.3, 0.3][c]);
             let normal =
                 Vector3::new(rng.random_range(-0.3..0.3), rng.random_range(-0.3..0.3), 1.0)
                     .normalize();
-            let kappa_n = rng.random_range(0.0..2.0) * bodies[k].mass;
+            let kappa_n = rng.random_range(0.0..2.0) * body.mass;
             contacts.push(JumpContact {
                 i: k,
                 j: k.checked_sub(1),
