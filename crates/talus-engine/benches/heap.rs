@@ -301,9 +301,12 @@ fn main() {
         Ok("clarabel") => {
             SolverConfig::Clarabel { tolerance: 1e-9, max_iterations: 200, dense_max_bodies: 0 }
         }
-        Ok("nlgs") => {
-            SolverConfig::Nlgs { tolerance: 1e-6, max_sweeps: 100, fallback_tolerance: 1e-9 }
-        }
+        Ok("nlgs") => SolverConfig::Nlgs {
+            tolerance: 1e-6,
+            max_sweeps: 100,
+            fallback_tolerance: 1e-9,
+            frictional_max_contacts: 64,
+        },
         _ => SolverConfig::Warm {
             tolerance: 1e-9,
             max_iterations: env_or("TALUS_BENCH_WARM_ITERATIONS", 200),

@@ -11,7 +11,10 @@
 //! * TALUS_BENCH_N = comma-separated thesis sizes (default 100,1000,3000);
 //! * TALUS_BENCH_MU = comma-separated μ (default 0,0.5);
 //! * TALUS_BENCH_STEPS (default 1000);
-//! * TALUS_BENCH_SOLVER = nlgs | clarabel | warm (default nlgs);
+//! * TALUS_BENCH_SOLVER = nlgs | clarabel | warm (default nlgs); for nlgs
+//!   TALUS_BENCH_TOL (default 1e-6), TALUS_BENCH_SWEEPS (100) and
+//!   TALUS_BENCH_FRICTIONAL_CONTACTS (64) set its options;
+//! * TALUS_BENCH_TRACE = 1 prints a line per step with contacts (stderr);
 //! * TALUS_BENCH_PEERS = comma-separated peers (default pybullet,rapier; empty: none).
 //!   A peer whose Python module is missing is reported as skipped.
 
@@ -170,6 +173,10 @@ fn peer(engine: &str, n: usize, mu: f64, steps: u64) -> Result<Outcome, String> 
     })
 }
 
+fn env_f64(var: &str, default: f64) -> f64 {
+    std::env::var(var).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
 fn list<T: std::str::FromStr>(var: &str, default: &str) -> Vec<T> {
     std::env::var(var)
         .unwrap_or_else(|_| default.into())
@@ -195,15 +202,10 @@ fn main() {
             dense_max_bodies: talus_engine::config::DENSE_MAX_BODIES,
         },
         Ok("nlgs") | Err(_) => SolverConfig::Nlgs {
-            tolerance: std::env::var("TALUS_BENCH_TOL")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(1e-6),
-            max_sweeps: std::env::var("TALUS_BENCH_SWEEPS")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(100),
+            tolerance: env_f64("TALUS_BENCH_TOL", 1e-6),
+            max_sweeps: env_f64("TALUS_BENCH_SWEEPS", 100.0) as u32,
             fallback_tolerance: 1e-9,
+            frictional_max_contacts: env_f64("TALUS_BENCH_FRICTIONAL_CONTACTS", 64.0) as u32,
         },
         Ok(other) => panic!("TALUS_BENCH_SOLVER: unknown solver {other:?}"),
     };

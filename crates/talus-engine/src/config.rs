@@ -90,7 +90,16 @@ pub enum SolverConfig {
         /// Tolerance of the Clarabel fallback, 1.
         #[serde(default = "default_fallback_tolerance")]
         fallback_tolerance: f64,
+        /// Islands with friction and more contacts than this go to Clarabel directly
+        /// (measured on the thesis heap N = 100, μ = 0.5: NLGS certified 98 % of the islands
+        /// under 10 contacts, 88 % of those of 10-19, 55 % of 20-29 and few above 90).
+        #[serde(default = "default_nlgs_frictional_contacts")]
+        frictional_max_contacts: u32,
     },
+}
+
+fn default_nlgs_frictional_contacts() -> u32 {
+    16
 }
 
 fn default_nlgs_tolerance() -> f64 {
@@ -371,7 +380,7 @@ impl Config {
                     ));
                 }
             }
-            SolverConfig::Nlgs { tolerance, max_sweeps, fallback_tolerance } => {
+            SolverConfig::Nlgs { tolerance, max_sweeps, fallback_tolerance, .. } => {
                 if !(tolerance > 0.0
                     && tolerance < 1.0
                     && fallback_tolerance > 0.0

@@ -112,7 +112,13 @@ pub fn read_blocks(path: &Path) -> Result<BlocksInput, Error> {
             c[k],
             dens[k],
             Vector3::new(x[k], y[k], z[k]),
-            UnitQuaternion::from_quaternion(q),
+            // A unit quaternion (a state written by a run, a checkpoint) is kept bit for bit,
+            // so that a resumed run continues exactly; others are normalised.
+            if (q.norm() - 1.0).abs() <= 1e-12 {
+                UnitQuaternion::new_unchecked(q)
+            } else {
+                UnitQuaternion::from_quaternion(q)
+            },
         );
         blk.vel = Vector3::new(vx[k], vy[k], vz[k]);
         blk.omega = Vector3::new(wx[k], wy[k], wz[k]);

@@ -241,6 +241,7 @@ fn polish_once(
     x0: &[f64],
     z0: &[Vector3<f64>],
     s0: &[Vector3<f64>],
+    min_slip: f64,
     iterations: &mut u32,
 ) -> Option<(Vec<f64>, Vec<Vector3<f64>>)> {
     let n = cq.qp.n();
@@ -298,7 +299,9 @@ fn polish_once(
         let State::Slide(e1, e2) = *state else { continue };
         let st_norm = (s0[k].y * s0[k].y + s0[k].z * s0[k].z).sqrt();
         let sigma = z0[k].x;
-        if sigma <= 0.0 || st_norm <= 0.0 {
+        // A contact that just started to slide (s_T ~ 0) keeps its direction fixed for
+        // this step: the curvature σ/‖s_T‖ would be unbounded.
+        if sigma <= 0.0 || st_norm <= min_slip {
             continue;
         }
         let row = cq.normal_rows[k];
@@ -563,9 +566,11 @@ pub fn solve(
                     s0.iter().chain(rows.iter().map(|r| &r.r)).fold(0.0f64, |m, s| m.max(s.amax()));
                 let mut st = states(&s0, &mu, POLISH_EPS, v);
                 let (mut xc, mut zc, mut sc) = (x.clone(), z.clone(), s0);
+                let mut best = None;
                 for _ in 0..POLISH_ROUNDS {
                     let mut it = 0;
-                    let Some((xp, zp)) = polish_once(cq, &st, &xc, &zc, &sc, &mut it) else {
+                    let Some((xp, zp)) = polish_once(cq, &st, &xc, &zc, &sc, 1e-6 * v, &mut it)
+                    else {
                         break;
                     };
                     polishes += 1;
@@ -577,6 +582,14 @@ pub fn solve(
                         }
                         (x, z, certificate, solved) = (xp, zp, c, true);
                         break;
+                    }
+                    // Keep the best polished point: the sweeps go on from it (they spread the
+                    // reactions of redundant contacts into their cones while x stays put).
+                    if best
+                        .as_ref()
+                        .is_none_or(|b: &(f64, Vec<f64>, Vec<Vector3<f64>>)| c.worst() < b.0)
+                    {
+                        best = Some((c.worst(), xp.clone(), zp.clone()));
                     }
                     let next: Vec<State> = st
                         .iter()
@@ -590,7 +603,7 @@ pub fn solve(
                                     State::Open
                                 }
                                 State::Stick if zt > zk.x => State::Slide(zk.y / zt, zk.z / zt),
-                                State::Slide(..) if stt > 0.0 => {
+                                State::Slide(..) if stt > 1e-6 * v => {
                                     State::Slide(-sk.y / stt, -sk.z / stt)
                                 }
                                 State::Open if sk.x < -stt && mu <= 0.0 => State::Normal,
@@ -607,6 +620,14 @@ pub fn solve(
                 }
                 if solved {
                     break;
+                }
+                if let Some((w, xb, zb)) = best.filter(|b| b.0 < certificate.worst()) {
+                    for (k, r) in rows.iter().enumerate() {
+                        lambda[k] = dz(r, &zb[k]) - r.kappa.component_mul(&y_of(r, &xb));
+                    }
+                    (x, z) = (xb, zb);
+                    certificate.stationarity = w;
+                    next_check = sweeps + 2;
                 }
             }
         }

@@ -422,7 +422,10 @@ pub fn step_with_friction(
                 (co.outcome, retried, cq)
             };
             let mut outcome =
-                if let SolverConfig::Nlgs { tolerance, max_sweeps, .. } = params.solver {
+                if let SolverConfig::Nlgs { tolerance, max_sweeps, frictional_max_contacts, .. } =
+                    params.solver
+                    && !(frictional && jc.len() > frictional_max_contacts as usize)
+                {
                     let cq = friction::assemble_cones(qp, bodies, jc, &fr);
                     let initial = keys_prev.initial_impulses(keys);
                     let nl = nlgs::solve(&cq, bodies, jc, &initial, tolerance, max_sweeps);
@@ -519,7 +522,21 @@ pub fn step_with_friction(
                         .zip(&cx)
                         .map(|(g, v)| params.beta * (-(g + dt * v) - slop))
                         .collect();
-                    position_correction(bodies, jc, &target, iterations)
+                    // Sweep in the order of the contacts' identities, not of their indices, so
+                    // that the correction does not depend on the order of the blocks.
+                    let mut order: Vec<usize> = (0..jc.len()).collect();
+                    // A block-block pair is the same whichever block the detection made i.
+                    let pair = |k: &ContactKey| match k.other {
+                        (0, o) => (0u8, (k.id as u64).min(o), (k.id as u64).max(o)),
+                        (kind, o) => (kind, k.id as u64, o),
+                    };
+                    order.sort_by(|&a, &b| {
+                        pair(&keys[a]).cmp(&pair(&keys[b])).then_with(|| {
+                            let (p, q) = (jc[a].point, jc[b].point);
+                            p.x.total_cmp(&q.x).then(p.y.total_cmp(&q.y)).then(p.z.total_cmp(&q.z))
+                        })
+                    });
+                    position_correction(bodies, jc, &target, &order, iterations)
                 }
                 Correction::Velocity => Vec::new(),
             };
@@ -691,7 +708,7 @@ pub fn step_with_friction(
 /// Position post-stabilisation of an island (split impulse): the mass-weighted smallest
 /// displacement Δq (translation and rotation vector per body) with c_kᵀΔq ≥ `target[k]`
 /// for every contact, by `iterations` sweeps of projected Gauss–Seidel on the multipliers
-/// λ_k ≥ 0 of Δq = M⁻¹ Σ c_k λ_k. `target[k]` = β(−δ'_k − slop) for the gap δ'_k predicted
+/// λ_k ≥ 0 of Δq = M⁻¹ Σ c_k λ_k, visiting the contacts in `order`. `target[k]` = β(−δ'_k − slop) for the gap δ'_k predicted
 /// at the end of the step (negative for a gap that stays open: the correction may not push
 /// a block into another beyond it). Velocities are untouched, so no kinetic energy is
 /// injected; when the targets contradict each other (a block wedged between opposing
@@ -701,6 +718,7 @@ pub fn position_correction(
     bodies: &[JumpBody],
     contacts: &[JumpContact],
     target: &[f64],
+    order: &[usize],
     iterations: u32,
 ) -> Vec<(Vector3<f64>, Vector3<f64>)> {
     let mut dq = vec![(Vector3::zeros(), Vector3::zeros()); bodies.len()];
@@ -732,7 +750,8 @@ pub fn position_correction(
         .collect();
     let mut lambda = vec![0.0; contacts.len()];
     for _ in 0..iterations {
-        for (k, (sides, w)) in rows.iter().enumerate() {
+        for &k in order {
+            let (sides, w) = &rows[k];
             if *w <= 0.0 {
                 continue;
             }

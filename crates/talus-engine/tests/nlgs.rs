@@ -21,7 +21,12 @@ const G: f64 = 9.81;
 const DT: f64 = 1e-3;
 
 fn nlgs_solver(tolerance: f64) -> SolverConfig {
-    SolverConfig::Nlgs { tolerance, max_sweeps: 5000, fallback_tolerance: 1e-10 }
+    SolverConfig::Nlgs {
+        tolerance,
+        max_sweeps: 5000,
+        fallback_tolerance: 1e-10,
+        frictional_max_contacts: u32::MAX,
+    }
 }
 
 fn params(kn: f64, kt: f64, solver: SolverConfig) -> StepParams {

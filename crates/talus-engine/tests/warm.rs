@@ -246,7 +246,11 @@ fn dense_and_sparse_factorisations_agree() {
     for blocks in
         [heap::layered_blocks(20, 2, 0.52, 0.4, true), heap::layered_blocks(50, 5, 0.5, 0.4, true)]
     {
-        let config = heap::heap_config(5, solver.clone());
+        let mut config = heap::heap_config(5, solver.clone());
+        // The QPs as the thesis code poses them (separation velocities in the constraints),
+        // which this test was measured on.
+        config.separation.method = talus_engine::config::SeparationMethod::Velocity;
+        config.separation.beta = 0.2;
         let st = statics(&config, None);
         let mut sim = Simulation::new(config, blocks, st).expect("simulation");
         for step in 0..5 {
