@@ -1,6 +1,6 @@
 # Talus — the two commands of the README, and a few more.
 #   make pipeline [SITE=name]   run every stage of pipelines/$(SITE).toml into runs/$(SITE)/
-#   make test                   build and run the test suite (what CI runs)
+#   make test                   build (release) and run the test suite (what CI runs)
 #   make bench                  benchmarks (tables of ratios against baselines measured in the same run)
 #   make lint                   cargo fmt --check and clippy -D warnings
 
@@ -18,8 +18,10 @@ pipeline:
 	$(CARGO) build --release --locked -p talus-cli
 	$(TALUS) pipeline pipelines/$(SITE).toml --out runs/$(SITE)
 
+# Release profile, as `make pipeline`: dependencies compile once for both commands, and the
+# end-to-end cases (the shipped default site) run in optimised code.
 test:
-	$(CARGO) test --locked --workspace
+	$(CARGO) test --release --locked --workspace
 
 bench:
 	$(CARGO) bench --locked --workspace

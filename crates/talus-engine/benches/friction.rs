@@ -7,7 +7,7 @@
 //!
 //! `cargo bench -p talus-engine --bench friction [-- STEPS [WARMUP]]` (default 300 steps
 //! timed after 700 frictionless steps that bring the thrown blocks down into a heap).
-//! Environment: TALUS_THESIS_DIR (default ../shared/data/thesis-granular beside the repository).
+//! Environment: TALUS_THESIS_DIR (default data/thesis-granular in the repository).
 
 use nalgebra::{Matrix3, Rotation3, UnitQuaternion, Vector3};
 use std::path::{Path, PathBuf};
@@ -91,7 +91,7 @@ fn bench(blocks: Vec<Block>, steps: u64, solver: SolverConfig, friction: Frictio
 
 fn main() {
     let dir = PathBuf::from(std::env::var("TALUS_THESIS_DIR").unwrap_or_else(|_| {
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/thesis-granular").into()
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/thesis-granular").into()
     }));
     let args: Vec<u64> = std::env::args()
         .skip(1)

@@ -8,7 +8,7 @@
 //! (/proc/self/status), reset before each case (`echo 5 > /proc/self/clear_refs`), so each
 //! row shows the peak resident set of that case alone.
 //! Environment:
-//! * TALUS_THESIS_DIR (default ../shared/data/thesis-granular beside the repository);
+//! * TALUS_THESIS_DIR (default data/thesis-granular in the repository);
 //! * TALUS_BENCH_SOLVER = warm | clarabel (default warm);
 //! * TALUS_BENCH_WARM_ITERATIONS = linear solves of the warm solver per QP before it
 //!   falls back to Clarabel (default 200);
@@ -32,7 +32,7 @@
 //! The `state` column is a hash of the final state's bits: equal hashes mean byte-identical
 //! results (used to check that an optimisation changes nothing).
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/common/mod.rs"]
 mod common;
 
 use nalgebra::{Matrix3, Rotation3, UnitQuaternion, Vector3};
@@ -156,19 +156,6 @@ fn warm_drift(prev: &HashMap<ContactKey, f64>, cur: &HashMap<ContactKey, f64>) -
     )
 }
 
-/// FNV-1a hash of the bits of every block's state.
-fn state_hash(blocks: &[Block]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in blocks {
-        for v in b.pos.iter().chain(b.vel.iter()).chain(b.omega.iter()).chain(b.rot.coords.iter()) {
-            for byte in v.to_bits().to_le_bytes() {
-                h = (h ^ byte as u64).wrapping_mul(0x100_0000_01b3);
-            }
-        }
-    }
-    h
-}
-
 fn bench(
     name: &str,
     blocks: Vec<Block>,
@@ -242,7 +229,7 @@ fn bench(
     }
     r.wall = t0.elapsed().as_secs_f64();
     r.peak_mb = peak_mb();
-    r.state = state_hash(&sim.blocks);
+    r.state = common::state_hash(&sim.blocks);
     r
 }
 
@@ -295,7 +282,7 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 
 fn main() {
     let dir = PathBuf::from(std::env::var("TALUS_THESIS_DIR").unwrap_or_else(|_| {
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/thesis-granular").into()
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/thesis-granular").into()
     }));
     let solver = match std::env::var("TALUS_BENCH_SOLVER").as_deref() {
         Ok("clarabel") => {

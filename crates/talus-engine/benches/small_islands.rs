@@ -4,12 +4,12 @@
 //! multipliers, as in a run) and Clarabel (1e-9); mean µs per QP and the ratio to Clarabel
 //! measured in the same run, and how many QPs the dense solver certified.
 //!
-//! `cargo bench -p talus-engine --bench small_islands`. Environment: TALUS_THESIS_DIR,
+//! `cargo bench -p talus-engine --bench small_islands`. Environment:
 //! TALUS_BENCH_N (default 100,500), TALUS_BENCH_STEPS (steps collected, default 300),
 //! TALUS_BENCH_REPS (timing repetitions, default 3).
 
 // The thesis-file reader and heap configuration the engine's tests use.
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/common/mod.rs"]
 mod common;
 
 use std::time::Instant;

@@ -2,9 +2,7 @@
 //! merging several inputs; each compared with a brute-force reference computed from the
 //! points as written.
 
-mod common;
-
-use common::{Spec, UTM20_WKT, write};
+use crate::common::{Spec, UTM20_WKT, write};
 use las::Point;
 use std::collections::BTreeMap;
 use std::path::PathBuf;

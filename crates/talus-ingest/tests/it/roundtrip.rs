@@ -3,11 +3,9 @@
 //! ingested, the Parquet is read back and every field and the metadata compared with
 //! what was written.
 
-mod common;
-
+use crate::common::{Spec, UTM20_WKT, write};
 use arrow::array::{Array, AsArray};
 use arrow::datatypes::{DataType, Float64Type, Int16Type};
-use common::{Spec, UTM20_WKT, write};
 use std::path::{Path, PathBuf};
 use talus_ingest::extra::descriptor;
 use talus_ingest::{Config, run};

@@ -1,6 +1,6 @@
 #![allow(dead_code)]
 //! Shared test helpers (also compiled into `benches/heap.rs`): generated layered heaps, and
-//! the thesis's granular-heap inputs (`/work/shared/data/thesis-granular/`): N blocks
+//! the thesis's granular-heap inputs (`data/thesis-granular/` in the repository): N blocks
 //! thrown toward the origin over the ground z = 0, Δt = 0.001 s, κ = 0.5 × total mass / N
 //! (the thesis code's choice), density 5000 kg/m³, g = 9.80665 m/s² (its constants).
 //! Reader: a minimal private helper here (the thesis files are 3 edge lengths per line,
@@ -11,14 +11,17 @@ use std::path::{Path, PathBuf};
 use talus_engine::body::Block;
 use talus_engine::config::{Config, Kappa, PlaneConfig, SolverConfig};
 
-/// `TALUS_THESIS_DIR`, else `shared/data/thesis-granular` beside the repository.
+/// The thesis's input files, shipped in the repository (`data/thesis-granular/`); a test
+/// that needs them fails, naming the file, when one is missing.
 pub fn thesis_dir() -> PathBuf {
-    match std::env::var("TALUS_THESIS_DIR") {
-        Ok(d) => PathBuf::from(d),
-        Err(_) => {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/thesis-granular")
-        }
-    }
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/thesis-granular");
+    let probe = dir.join("parameter.data");
+    assert!(
+        probe.exists(),
+        "{} is missing: the thesis inputs ship in the repository",
+        probe.display()
+    );
+    dir
 }
 
 fn numbers(path: &Path) -> Vec<Vec<f64>> {
@@ -82,4 +85,18 @@ pub fn layered_blocks(n: usize, side: usize, lateral: f64, pitch: f64, turned: b
             b
         })
         .collect()
+}
+
+/// FNV-1a hash of the bits of every block's state (position, velocity, angular velocity,
+/// quaternion, in block order): equal hashes mean byte-identical states.
+pub fn state_hash(blocks: &[Block]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in blocks {
+        for v in b.pos.iter().chain(b.vel.iter()).chain(b.omega.iter()).chain(b.rot.coords.iter()) {
+            for byte in v.to_bits().to_le_bytes() {
+                h = (h ^ byte as u64).wrapping_mul(0x100_0000_01b3);
+            }
+        }
+    }
+    h
 }

@@ -1,8 +1,7 @@
 //! The warm-started solver agrees with Clarabel to 1e-8 (relative to max |x|) on every QP
 //! of the test scenarios, and falls back to Clarabel (recorded) when it cannot converge.
 
-mod common;
-use common as heap;
+use crate::common as heap;
 
 use talus_engine::config::SolverConfig;
 use talus_engine::detect::DetectTimings;
@@ -136,10 +135,6 @@ fn check_heap(n: usize, steps: u64) -> (usize, f64, usize) {
 
 #[test]
 fn warm_solver_agrees_with_clarabel_on_the_heap() {
-    if !heap::thesis_dir().join("size_100.data").exists() {
-        eprintln!("skipped: thesis data not found");
-        return;
-    }
     let (checked, worst, failures) = check_heap(100, 700);
     eprintln!(
         "heap N=100, 700 steps: {checked} QPs, worst relative difference {worst:.2e}, {failures} warm failures"
@@ -152,10 +147,6 @@ fn warm_solver_agrees_with_clarabel_on_the_heap() {
 /// of the exact solution on every QP, and the check above would catch a solver that is off.
 #[test]
 fn comparison_detects_an_inaccurate_solution() {
-    if !heap::thesis_dir().join("size_100.data").exists() {
-        eprintln!("skipped: thesis data not found");
-        return;
-    }
     let dir = heap::thesis_dir();
     let blocks = heap::thesis_blocks(&dir, 100);
     let config = heap::heap_config(
@@ -185,10 +176,6 @@ fn comparison_detects_an_inaccurate_solution() {
 
 #[test]
 fn fallback_is_recorded() {
-    if !heap::thesis_dir().join("size_100.data").exists() {
-        eprintln!("skipped: thesis data not found");
-        return;
-    }
     // A contact-rich QP from the heap; one Newton iteration is not enough.
     let dir = heap::thesis_dir();
     let blocks = heap::thesis_blocks(&dir, 100);

@@ -2,8 +2,7 @@
 //! real detection path produces): the thesis heap run with its blocks reversed and
 //! shuffled gives the same trajectories, block by block.
 
-mod common;
-use common as heap;
+use crate::common as heap;
 
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
@@ -35,10 +34,6 @@ fn run(blocks: Vec<Block>, steps: u64) -> (Vec<Block>, u64) {
 
 #[test]
 fn heap_is_independent_of_body_order() {
-    if !heap::thesis_dir().join("size_100.data").exists() {
-        eprintln!("skipped: thesis data not found");
-        return;
-    }
     let blocks = heap::thesis_blocks(&heap::thesis_dir(), 100);
     let steps = 700;
     let (reference, contacts) = run(blocks.clone(), steps);

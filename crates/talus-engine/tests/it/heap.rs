@@ -1,9 +1,7 @@
 //! The thesis heap N = 100 (see `common`): 1000 steps with Clarabel, every QP solved,
 //! penetration bounded, a heap forms.
 
-mod common;
-
-use common::{heap_config, thesis_blocks, thesis_dir};
+use crate::common::{heap_config, state_hash, thesis_blocks, thesis_dir};
 use nalgebra::Vector3;
 use talus_engine::config::SolverConfig;
 use talus_engine::files::statics;
@@ -12,10 +10,6 @@ use talus_engine::sim::Simulation;
 #[test]
 fn thesis_heap_100_forms_a_heap() {
     let dir = thesis_dir();
-    if !dir.join("size_100.data").exists() {
-        eprintln!("skipped: {} not found", dir.display());
-        return;
-    }
     let blocks = thesis_blocks(&dir, 100);
     let config = heap_config(
         1000,
@@ -58,4 +52,32 @@ fn thesis_heap_100_forms_a_heap() {
     assert!(max_pen < 0.05, "max penetration {max_pen} m");
     assert!(z[50] < 1.5, "median height {} m: no heap", z[50]);
     assert!(r[90] < 4.0, "heap radius {} m", r[90]);
+}
+
+/// The final state of a short deterministic run, pinned: the thesis heap N = 100, 200 steps
+/// with the warm solver (the thesis-heap site's) and the default position correction. An
+/// accidental change in the engine's arithmetic changes this hash at once.
+#[test]
+fn golden_run_is_pinned() {
+    const GOLDEN: u64 = 0x9627_ac00_7877_c565;
+    let blocks = thesis_blocks(&thesis_dir(), 100);
+    let config = heap_config(
+        200,
+        SolverConfig::Warm {
+            tolerance: 1e-9,
+            max_iterations: 200,
+            fallback_tolerance: 1e-9,
+            dense_max_bodies: talus_engine::config::DENSE_MAX_BODIES,
+        },
+    );
+    let st = statics(&config, None);
+    let mut sim = Simulation::new(config, blocks, st).expect("simulation");
+    for _ in 0..200 {
+        sim.advance();
+    }
+    let h = state_hash(&sim.blocks);
+    assert_eq!(
+        h, GOLDEN,
+        "the engine's arithmetic changed: final-state hash {h:#x} instead of {GOLDEN:#x}. If the change is intended, set GOLDEN to {h:#x} and say why in the commit message"
+    );
 }

@@ -1,8 +1,7 @@
 //! Clausius–Duhem on every step of the thesis heap: the dissipation of each jump,
 //! D = W_s − P·x (step.rs), is non-negative up to roundoff of the energy scale.
 
-mod common;
-use common as heap;
+use crate::common as heap;
 
 use talus_engine::config::SolverConfig;
 use talus_engine::files::statics;
@@ -10,10 +9,6 @@ use talus_engine::sim::Simulation;
 
 #[test]
 fn dissipation_is_non_negative_on_every_step() {
-    if !heap::thesis_dir().join("size_100.data").exists() {
-        eprintln!("skipped: thesis data not found");
-        return;
-    }
     let blocks = heap::thesis_blocks(&heap::thesis_dir(), 100);
     let steps = 1000;
     let solver = SolverConfig::Warm {

@@ -3,12 +3,16 @@
 use std::path::PathBuf;
 use talus_seed::thesis;
 
-fn thesis_dir() -> Option<PathBuf> {
-    let candidates = [
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/thesis-granular"),
-        PathBuf::from("/work/shared/data/thesis-granular"),
-    ];
-    candidates.into_iter().find(|d| d.join("size_100.data").exists())
+/// The thesis's input files shipped in the repository (`data/thesis-granular/`).
+fn thesis_dir() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/thesis-granular");
+    let probe = dir.join("size_100.data");
+    assert!(
+        probe.exists(),
+        "{} is missing: the thesis inputs ship in the repository",
+        probe.display()
+    );
+    dir
 }
 
 fn parse(text: &str) -> Vec<[f64; 3]> {
@@ -23,10 +27,7 @@ fn parse(text: &str) -> Vec<[f64; 3]> {
 
 #[test]
 fn thesis_files_round_trip() {
-    let Some(dir) = thesis_dir() else {
-        println!("skipped: the thesis files are not in ../shared/data/thesis-granular");
-        return;
-    };
+    let dir = thesis_dir();
     let blocks = thesis::read(&dir, 100).unwrap();
     assert_eq!(blocks.len(), 100);
     // Through a blocks Parquet file and back.

@@ -1,9 +1,7 @@
 //! Bad input: each case gives a typed error naming the file and the problem, leaves no
 //! output behind and leaves the input byte-for-byte as it was.
 
-mod common;
-
-use common::{Spec, UTM20_WKT, write};
+use crate::common::{Spec, UTM20_WKT, write};
 use std::path::{Path, PathBuf};
 use talus_ingest::{Config, Error, Thin, run};
 use talus_io::NoProgress;

@@ -2,8 +2,7 @@
 //! a tight tolerance) on every small-island QP of real scenarios, unit cases with closed
 //! forms, redundant and duplicate contacts, and the cases that must fall back.
 
-mod common;
-
+use crate::common;
 use nalgebra::{DMatrix, DVector, Matrix3, UnitQuaternion, Vector3};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -429,10 +428,6 @@ fn replay_small_islands(mut sim: Simulation, steps: u64) -> Agreement {
 
 #[test]
 fn dense_agrees_with_clarabel_on_the_heap() {
-    if !common::thesis_dir().join("size_100.data").exists() {
-        eprintln!("skipped: thesis data not found");
-        return;
-    }
     let blocks = common::thesis_blocks(&common::thesis_dir(), 100);
     let steps = 1000;
     let config = common::heap_config(

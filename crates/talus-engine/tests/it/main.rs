@@ -1,0 +1,15 @@
+//! The integration tests of this crate, as one test binary (each file a module).
+
+mod common;
+mod contacts;
+mod dense;
+mod dissipation;
+mod files;
+mod friction;
+mod heap;
+mod jump;
+mod nlgs;
+mod ordering;
+mod rotation;
+mod tin_rest;
+mod warm;

@@ -1,0 +1,7 @@
+//! End-to-end tests of the `talus` binary (CARGO_BIN_EXE_talus), as one test binary: the
+//! pipeline, calibration, the shipped default site and the ingest subcommand.
+
+mod calibrate;
+mod default_site;
+mod ingest_cli;
+mod pipeline;
