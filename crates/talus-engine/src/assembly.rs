@@ -1,4 +1,4 @@
-//! Sparse assembly of one island's QP (design.md §3):
+//! Sparse assembly of one island's QP (docs/physics.md §3):
 //!
 //! ```text
 //! minimise ½ xᵀ H x − pᵀ x   s.t.  C x ≥ r

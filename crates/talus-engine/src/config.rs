@@ -18,7 +18,7 @@ pub enum Kappa {
         tangential: f64,
     },
     /// κ derived per contact from a target normal restitution e ∈ [0, 1): for one contact
-    /// of effective mass m along its normal, e = (κ − 2m)/(κ + 2m) (design.md §3 with
+    /// of effective mass m along its normal, e = (κ − 2m)/(κ + 2m) (docs/physics.md §3 with
     /// n = 1), so κ_N = 2m(1 + e)/(1 − e); κ_T = tangential_ratio × κ_N. Blocks of any mass
     /// then bounce alike. m = 1/(c_kᵀ M⁻¹ c_k) at the start of the step.
     Restitution {

@@ -1,6 +1,6 @@
 //! Contacts between a block and another block, the terrain or a plane.
 //!
-//! Conventions (design.md §3): a contact k involves block `i` and an `other` body j.
+//! Conventions (docs/physics.md §2): a contact k involves block `i` and an `other` body j.
 //! `normal` N_k is a unit vector pointing **from j into i**, `point` A_k is the contact
 //! point in world coordinates, and `gap` is the signed distance along N_k between the
 //! two surfaces (negative = penetration of depth −gap). Each contact is stored once.

@@ -1,4 +1,4 @@
-//! A-CD² rigid-block multiple-collision engine (León 2016, corrected in design.md §3–4).
+//! A-CD² rigid-block multiple-collision engine (León 2016, corrected in docs/physics.md §1–5).
 //!
 //! Each step of length Δt solves, for x = (u⁺ + u⁻)/2 ∈ R^{6N},
 //!

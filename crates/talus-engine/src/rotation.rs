@@ -1,4 +1,4 @@
-//! Rotation of a free block between two jumps (design.md §4, thesis §3.2 corrected).
+//! Rotation of a free block between two jumps (docs/physics.md §5, thesis §3.2 corrected).
 //!
 //! Between two velocity jumps a block feels no torque (gravity acts at the centre of mass),
 //! so its body-frame angular velocity obeys Euler's equations
@@ -55,7 +55,7 @@
 //! Bulirsch's descending Landen (AGM) algorithm and F(φ | m) by the matching Landen
 //! transformation of the amplitude; no maintained pure-Rust crate provides them.
 //!
-//! Errata of the thesis fixed here (design.md §4): Alg. 3 c₂ uses Qω₃²; Alg. 1
+//! Errata of the thesis fixed here (docs/physics.md §5): Alg. 3 c₂ uses Qω₃²; Alg. 1
 //! η = 1/√|a₁d₁|; Alg. 5's ω₂ update uses ω₁ω₃; (3.38) I₂₂ = ∫(z²+x²)dm; and the thesis's
 //! Algorithm 1 only implements 3.115 with m > 1, whereas its test cases are case 3.116.
 

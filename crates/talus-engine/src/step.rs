@@ -5,7 +5,7 @@
 //! 2. each body's orientation and angular velocity are carried to θ_n by
 //!    [`crate::rotation::advance`] over Δt/2 (constant ω: ω unchanged; torque-free: the
 //!    Euler motion), giving ω⁻ and the world inertia of the jump;
-//! 3. the jump: islands of the contact graph solve the QP (design.md §3) with M at θ_n,
+//! 3. the jump: islands of the contact graph solve the QP (docs/physics.md §3) with M at θ_n,
 //!    u⁻ = (u_n, ω⁻); free bodies get u⁺ = u⁻ − g Δt e_z, ω⁺ = ω⁻;
 //! 4. g_{n+1} = g_n + (Δt/2)(u⁻ + u⁺); orientation and ω carried from θ_n to t_{n+1} by
 //!    `advance` over Δt/2 with ω⁺.

@@ -2,8 +2,8 @@
 //! surveys (LAS 1.4 / LAZ) of a steep volcanic cliff above a valley, before and after a
 //! collapse, and the truth they were drawn from.
 //!
-//! Built to the figures of the Piton Marcel collapse (Martinique, 2010; thesis §6.2,
-//! design.md §5): a ~130 m cliff above a valley floor that slopes down to a river, a scar
+//! Built to the figures of the Piton Marcel collapse (Martinique, 2010; thesis §6.2):
+//! a ~130 m cliff above a valley floor that slopes down to a river, a scar
 //! of ~8 × 10⁵ m³ cut into the whole cliff height, and a deposit of that volume times a
 //! bulking factor, an arrowhead pointing downslope at the break in slope, in WGS 84 /
 //! UTM 20N.

@@ -153,7 +153,7 @@ fn block_slides_with_coulomb_acceleration() {
     let t = steps as f64 * DT;
     let (b, n, d) = block_on_slope(theta);
     let (x0, m) = (b.pos, b.mass);
-    // κ_T = 0 isolates Coulomb friction (κ_T adds the viscous creep of design.md §3).
+    // κ_T = 0 isolates Coulomb friction (κ_T adds the viscous creep of docs/physics.md §3).
     let p = params(0.1 * m, 0.0);
     let mut blocks = vec![b];
     let r = run(&p, &coulomb(mu, true), &mut blocks, n, 1e-3, steps);
@@ -673,7 +673,7 @@ fn stack_on_slope_per_material_pair() {
             assert!(d0 < 1e-6 && d1 < 1e-6);
         } else {
             // Frictionless block–block: the top block creeps at the κ_T closed form
-            // v* = m g sinθ Δt/(n κ_T) (design.md §3) while the bottom one holds.
+            // v* = m g sinθ Δt/(n κ_T) (docs/physics.md §3) while the bottom one holds.
             let v_star = G * theta.sin() * DT / (4.0 * 0.5);
             assert!(d0 < 1e-6);
             let t = 1000.0 * DT;

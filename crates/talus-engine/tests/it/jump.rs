@@ -1,4 +1,4 @@
-//! Closed forms and invariants of the A-CD² jump (design.md §3), with contact lists built
+//! Closed forms and invariants of the A-CD² jump (docs/physics.md §3), with contact lists built
 //! here (corners of a block against a plane), independent of the detection code.
 
 use nalgebra::{UnitQuaternion, Vector3};

@@ -1,4 +1,4 @@
-//! Rotation between jumps (design.md §4): the closed-form torque-free motion against the
+//! Rotation between jumps (docs/physics.md §5): the closed-form torque-free motion against the
 //! reference values, its invariants, every sign case and degenerate branch, and an
 //! independent RK4 integration of Euler's equations and of the attitude.
 
