@@ -691,7 +691,11 @@ pub fn step_with_friction(
             if let Some((dp, dtheta)) = corr {
                 b.pos += dp;
                 if *dtheta != Vector3::zeros() {
-                    b.rot = UnitQuaternion::from_scaled_axis(*dtheta) * b.rot;
+                    // Turn the block and its angular velocity together: the body-frame
+                    // angular velocity, hence the kinetic energy, is unchanged.
+                    let turn = UnitQuaternion::from_scaled_axis(*dtheta);
+                    b.rot = turn * b.rot;
+                    b.omega = turn * b.omega;
                 }
                 lift = b.mass * params.gravity * dp.z;
             }

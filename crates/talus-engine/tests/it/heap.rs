@@ -54,15 +54,17 @@ fn thesis_heap_100_forms_a_heap() {
     assert!(r[90] < 4.0, "heap radius {} m", r[90]);
 }
 
-/// The final state of a short deterministic run, pinned: the thesis heap N = 100, 200 steps
-/// with the warm solver (the thesis-heap site's) and the default position correction. An
-/// accidental change in the engine's arithmetic changes this hash at once.
+/// The final state of a short deterministic run, pinned: the thesis heap N = 100, 700 steps
+/// (the blocks land from step ~400, so contacts, the solvers and the position correction
+/// are all exercised) with the warm solver (the thesis-heap site's). An accidental change
+/// in the engine's arithmetic changes this hash at once.
 #[test]
 fn golden_run_is_pinned() {
-    const GOLDEN: u64 = 0x9627_ac00_7877_c565;
+    const GOLDEN: u64 = 0xf446_4df4_8d31_56c4;
     let blocks = thesis_blocks(&thesis_dir(), 100);
+    const STEPS: u64 = 700;
     let config = heap_config(
-        200,
+        STEPS,
         SolverConfig::Warm {
             tolerance: 1e-9,
             max_iterations: 200,
@@ -72,9 +74,12 @@ fn golden_run_is_pinned() {
     );
     let st = statics(&config, None);
     let mut sim = Simulation::new(config, blocks, st).expect("simulation");
-    for _ in 0..200 {
-        sim.advance();
+    let mut contacts = 0;
+    for _ in 0..STEPS {
+        let (_, d) = sim.advance();
+        contacts += d.jump.contacts_block_block + d.jump.contacts_block_plane;
     }
+    assert!(contacts > 1000, "{contacts} contacts: the run must exercise the jump");
     let h = state_hash(&sim.blocks);
     assert_eq!(
         h, GOLDEN,
