@@ -13,51 +13,21 @@
 //! * TALUS_BENCH_STEPS (default 1000);
 //! * TALUS_BENCH_SOLVER = nlgs | clarabel | warm (default nlgs); for nlgs
 //!   TALUS_BENCH_TOL (default 1e-6), TALUS_BENCH_SWEEPS (100) and
-//!   TALUS_BENCH_FRICTIONAL_CONTACTS (64) set its options;
+//!   TALUS_BENCH_FRICTIONAL_CONTACTS (16) set its options;
 //! * TALUS_BENCH_TRACE = 1 prints a line per step with contacts (stderr);
 //! * TALUS_BENCH_PEERS = comma-separated peers (default pybullet,rapier; empty: none).
 //!   A peer whose Python module is missing is reported as skipped.
 
-use nalgebra::{Matrix3, Rotation3, UnitQuaternion, Vector3};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
-use talus_engine::body::Block;
-use talus_engine::config::{Config, Kappa, PlaneConfig, SolverConfig};
+use talus_engine::config::SolverConfig;
 use talus_engine::files::statics;
 use talus_engine::friction::{FrictionConfig, FrictionLaw};
 use talus_engine::sim::Simulation;
 
-fn data_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/thesis-granular")
-}
-
-fn numbers(path: &Path) -> Vec<Vec<f64>> {
-    std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| l.split_whitespace().map(|t| t.parse::<f64>().expect("number")).collect())
-        .collect()
-}
-
-fn thesis_blocks(dir: &Path, n: usize) -> Vec<Block> {
-    let sizes = numbers(&dir.join(format!("size_{n}.data")));
-    let pos = numbers(&dir.join(format!("position_{n}.data")));
-    (0..n)
-        .map(|k| {
-            let v =
-                |r: usize| Vector3::new(pos[6 * k + r][0], pos[6 * k + r][1], pos[6 * k + r][2]);
-            let m = Matrix3::from_columns(&[v(3), v(4), v(5)]);
-            let rot = UnitQuaternion::from_rotation_matrix(&Rotation3::from_matrix(&m));
-            let s = &sizes[k];
-            let mut b = Block::new(k as u32, s[0], s[1], s[2], 5000.0, v(0), rot);
-            b.vel = v(1);
-            b.omega = v(2);
-            b
-        })
-        .collect()
-}
+#[path = "../tests/it/common/mod.rs"]
+mod common;
 
 /// Median centre height and r95 of a heap, m.
 fn heap_stats(centres: &[[f64; 3]]) -> (f64, f64) {
@@ -79,28 +49,15 @@ struct Outcome {
 }
 
 fn talus(n: usize, mu: f64, steps: u64, solver: &SolverConfig) -> Outcome {
-    let blocks = thesis_blocks(&data_dir(), n);
-    let friction = if mu > 0.0 {
-        FrictionConfig {
+    let blocks = common::thesis_blocks(&common::thesis_dir(), n);
+    let mut config = common::heap_config(steps, solver.clone());
+    if mu > 0.0 {
+        config.friction = FrictionConfig {
             block_block: Some(FrictionLaw::Coulomb(mu)),
             block_terrain: Some(FrictionLaw::Coulomb(mu)),
             slip_credit: true,
-        }
-    } else {
-        FrictionConfig::default()
-    };
-    let config = Config {
-        dt: 1e-3,
-        steps: Some(steps),
-        gravity: 9.80665,
-        kappa: Kappa::Thesis { factor: 0.5 },
-        tolerance: 1e-3,
-        solver: solver.clone(),
-        planes: vec![PlaneConfig { point: [0.0, 0.0, 0.0], normal: [0.0, 0.0, 1.0] }],
-        allow_initial_overlap: true,
-        friction,
-        ..Config::default()
-    };
+        };
+    }
     let st = statics(&config, None);
     let mut sim = Simulation::new(config, blocks, st).expect("simulation");
     let (mut fallbacks, mut sweeps, mut worst, mut not_solved, mut pen) =
@@ -151,7 +108,7 @@ fn peer(engine: &str, n: usize, mu: f64, steps: u64) -> Result<Outcome, String> 
         .arg(&script)
         .args(["--engine", engine, "--n", &n.to_string(), "--mu", &mu.to_string()])
         .args(["--steps", &steps.to_string(), "--data"])
-        .arg(data_dir())
+        .arg(common::thesis_dir())
         .output()
         .map_err(|e| format!("python3: {e}"))?;
     let text = String::from_utf8_lossy(&out.stdout);
@@ -205,7 +162,7 @@ fn main() {
             tolerance: env_f64("TALUS_BENCH_TOL", 1e-6),
             max_sweeps: env_f64("TALUS_BENCH_SWEEPS", 100.0) as u32,
             fallback_tolerance: 1e-9,
-            frictional_max_contacts: env_f64("TALUS_BENCH_FRICTIONAL_CONTACTS", 64.0) as u32,
+            frictional_max_contacts: env_f64("TALUS_BENCH_FRICTIONAL_CONTACTS", 16.0) as u32,
         },
         Ok(other) => panic!("TALUS_BENCH_SOLVER: unknown solver {other:?}"),
     };

@@ -114,6 +114,33 @@ struct Row {
     tangents: (Vector3<f64>, Vector3<f64>),
 }
 
+impl Row {
+    /// y = J_k x, the contact's relative velocity at x in its frame.
+    fn velocity(&self, x: &[f64]) -> Vector3<f64> {
+        let xi = SMatrix::<f64, 6, 1>::from_column_slice(&x[6 * self.i..6 * self.i + 6]);
+        let mut y = self.ji * xi;
+        if let Some(j) = self.j {
+            let xj = SMatrix::<f64, 6, 1>::from_column_slice(&x[6 * j..6 * j + 6]);
+            y += self.jj * xj;
+        }
+        y
+    }
+
+    /// x += (2M)⁻¹ J_kᵀ Λ.
+    fn apply(&self, x: &mut [f64], l: &Vector3<f64>) {
+        let di = self.gi * l;
+        for a in 0..6 {
+            x[6 * self.i + a] += di[a];
+        }
+        if let Some(j) = self.j {
+            let dj = self.gj * l;
+            for a in 0..6 {
+                x[6 * j + a] += dj[a];
+            }
+        }
+    }
+}
+
 fn jacobian(r: &Vector3<f64>, basis: [Vector3<f64>; 3], sign: f64) -> SMatrix<f64, 3, 6> {
     let mut j = SMatrix::<f64, 3, 6>::zeros();
     for (a, d) in basis.iter().enumerate() {
@@ -448,16 +475,7 @@ pub fn solve(
     let rebuild = |lambda: &[Vector3<f64>]| {
         let mut x = x_free.clone();
         for (r, l) in rows.iter().zip(lambda) {
-            let di = r.gi * l;
-            for a in 0..6 {
-                x[6 * r.i + a] += di[a];
-            }
-            if let Some(j) = r.j {
-                let dj = r.gj * l;
-                for a in 0..6 {
-                    x[6 * j + a] += dj[a];
-                }
-            }
+            r.apply(&mut x, l);
         }
         x
     };
@@ -488,12 +506,7 @@ pub fn solve(
         for t in 0..nr {
             let k = if sweeps % 2 == 0 { t } else { nr - 1 - t };
             let r = &rows[k];
-            let xi = SMatrix::<f64, 6, 1>::from_column_slice(&x[6 * r.i..6 * r.i + 6]);
-            let mut y = r.ji * xi;
-            if let Some(j) = r.j {
-                let xj = SMatrix::<f64, 6, 1>::from_column_slice(&x[6 * j..6 * j + 6]);
-                y += r.jj * xj;
-            }
+            let y = r.velocity(&x);
             let q = y - r.w * lambda[k];
             let y0 = r.b * q;
             let zk = if r.mu > 0.0 {
@@ -513,16 +526,7 @@ pub fn solve(
             let dl = l_new - lambda[k];
             lambda[k] = l_new;
             z[k] = zk;
-            let di = r.gi * dl;
-            for a in 0..6 {
-                x[6 * r.i + a] += di[a];
-            }
-            if let Some(j) = r.j {
-                let dj = r.gj * dl;
-                for a in 0..6 {
-                    x[6 * j + a] += dj[a];
-                }
-            }
+            r.apply(&mut x, &dl);
         }
         sweeps += 1;
         if sweeps == next_check || sweeps == max_sweeps {
@@ -539,19 +543,10 @@ pub fn solve(
             if sweeps >= POLISH_AFTER && (sweeps - POLISH_AFTER).is_multiple_of(POLISH_EVERY)
                 || sweeps == max_sweeps
             {
-                let y_of = |r: &Row, x: &[f64]| {
-                    let xi = SMatrix::<f64, 6, 1>::from_column_slice(&x[6 * r.i..6 * r.i + 6]);
-                    let mut y = r.ji * xi;
-                    if let Some(j) = r.j {
-                        let xj = SMatrix::<f64, 6, 1>::from_column_slice(&x[6 * j..6 * j + 6]);
-                        y += r.jj * xj;
-                    }
-                    y
-                };
                 let s_of = |x: &[f64]| -> Vec<Vector3<f64>> {
                     rows.iter()
                         .map(|r| {
-                            let y = y_of(r, x);
+                            let y = r.velocity(x);
                             if r.mu > 0.0 {
                                 Vector3::new(y.x, r.mu * y.y, r.mu * y.z) - r.r
                             } else {
@@ -578,7 +573,7 @@ pub fn solve(
                     let sp = s_of(&xp);
                     if c.holds(tolerance) {
                         for (k, r) in rows.iter().enumerate() {
-                            lambda[k] = dz(r, &zp[k]) - r.kappa.component_mul(&y_of(r, &xp));
+                            lambda[k] = dz(r, &zp[k]) - r.kappa.component_mul(&r.velocity(&xp));
                         }
                         (x, z, certificate, solved) = (xp, zp, c, true);
                         break;
@@ -623,7 +618,7 @@ pub fn solve(
                 }
                 if let Some((w, xb, zb)) = best.filter(|b| b.0 < certificate.worst()) {
                     for (k, r) in rows.iter().enumerate() {
-                        lambda[k] = dz(r, &zb[k]) - r.kappa.component_mul(&y_of(r, &xb));
+                        lambda[k] = dz(r, &zb[k]) - r.kappa.component_mul(&r.velocity(&xb));
                     }
                     (x, z) = (xb, zb);
                     certificate.stationarity = w;

@@ -45,7 +45,7 @@ fn coulomb(mu: f64, slip_credit: bool) -> FrictionConfig {
 }
 
 /// Corners of block `k` within `tol` of the plane through the origin with unit normal `n`.
-fn plane_contacts(blocks: &[Block], n: Vector3<f64>, tol: f64) -> Vec<Contact> {
+pub(crate) fn plane_contacts(blocks: &[Block], n: Vector3<f64>, tol: f64) -> Vec<Contact> {
     let mut out = Vec::new();
     for (k, b) in blocks.iter().enumerate() {
         for c in b.corners() {
@@ -66,7 +66,7 @@ fn plane_contacts(blocks: &[Block], n: Vector3<f64>, tol: f64) -> Vec<Contact> {
 
 /// A 1 × 0.8 × 0.5 m block resting on the plane through the origin inclined at θ about y
 /// (normal n, down-slope direction d).
-fn block_on_slope(theta: f64) -> (Block, Vector3<f64>, Vector3<f64>) {
+pub(crate) fn block_on_slope(theta: f64) -> (Block, Vector3<f64>, Vector3<f64>) {
     let n = Vector3::new(-theta.sin(), 0.0, theta.cos());
     let rot = UnitQuaternion::from_axis_angle(&Vector3::y_axis(), -theta);
     let b = Block::new(1, 1.0, 0.8, 0.5, 2000.0, n * 0.25, rot);

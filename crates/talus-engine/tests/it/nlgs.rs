@@ -17,6 +17,8 @@ use talus_engine::rotation::RotationModel;
 use talus_engine::step::{Correction, KappaLaw, StepParams, step_with_friction};
 use talus_engine::warm::WarmStart;
 
+use crate::friction::{block_on_slope, plane_contacts};
+
 const G: f64 = 9.81;
 const DT: f64 = 1e-3;
 
@@ -190,32 +192,6 @@ fn warm_start_at_the_answer_needs_one_sweep() {
     assert!(first.solved);
     let again = nlgs::solve(&cq, &bodies, &contacts, &first.impulses, 1e-9, 50_000);
     assert!(again.solved && again.sweeps == 1, "{} sweeps", again.sweeps);
-}
-
-fn plane_contacts(blocks: &[Block], n: Vector3<f64>, tol: f64) -> Vec<Contact> {
-    let mut out = Vec::new();
-    for (k, b) in blocks.iter().enumerate() {
-        for c in b.corners() {
-            let gap = n.dot(&c);
-            if gap <= tol {
-                out.push(Contact {
-                    i: k,
-                    other: Other::Plane(0),
-                    point: c - n * gap,
-                    normal: n,
-                    gap,
-                });
-            }
-        }
-    }
-    out
-}
-
-fn block_on_slope(theta: f64) -> (Block, Vector3<f64>, Vector3<f64>) {
-    let n = Vector3::new(-theta.sin(), 0.0, theta.cos());
-    let rot = UnitQuaternion::from_axis_angle(&Vector3::y_axis(), -theta);
-    let b = Block::new(1, 1.0, 0.8, 0.5, 2000.0, n * 0.25, rot);
-    (b, n, -Vector3::new(theta.cos(), 0.0, theta.sin()))
 }
 
 /// Closed forms through the contact-space solver: rest on a slope under the friction
