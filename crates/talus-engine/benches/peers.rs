@@ -14,6 +14,8 @@
 //! * TALUS_BENCH_SOLVER = nlgs | clarabel | warm (default nlgs); for nlgs
 //!   TALUS_BENCH_TOL (default 1e-6), TALUS_BENCH_SWEEPS (100) and
 //!   TALUS_BENCH_FRICTIONAL_CONTACTS (16) set its options;
+//! * TALUS_BENCH_SEPARATION = velocity: separation velocities (β = 0.2) instead of the
+//!   default position correction, to compare with the previous code in the same run;
 //! * TALUS_BENCH_TRACE = 1 prints a line per step with contacts (stderr);
 //! * TALUS_BENCH_PEERS = comma-separated peers (default pybullet,rapier; empty: none).
 //!   A peer whose Python module is missing is reported as skipped.
@@ -51,6 +53,10 @@ struct Outcome {
 fn talus(n: usize, mu: f64, steps: u64, solver: &SolverConfig) -> Outcome {
     let blocks = common::thesis_blocks(&common::thesis_dir(), n);
     let mut config = common::heap_config(steps, solver.clone());
+    if std::env::var("TALUS_BENCH_SEPARATION").as_deref() == Ok("velocity") {
+        config.separation.method = talus_engine::config::SeparationMethod::Velocity;
+        config.separation.beta = 0.2;
+    }
     if mu > 0.0 {
         config.friction = FrictionConfig {
             block_block: Some(FrictionLaw::Coulomb(mu)),
