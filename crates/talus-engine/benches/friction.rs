@@ -9,8 +9,6 @@
 //! timed after 700 frictionless steps that bring the thrown blocks down into a heap).
 //! Environment: TALUS_THESIS_DIR (default data/thesis-granular in the repository).
 
-use nalgebra::{Matrix3, Rotation3, UnitQuaternion, Vector3};
-use std::path::{Path, PathBuf};
 use std::time::Instant;
 use talus_engine::body::Block;
 use talus_engine::config::{Config, Kappa, PlaneConfig, SolverConfig};
@@ -18,32 +16,8 @@ use talus_engine::files::statics;
 use talus_engine::friction::{FrictionConfig, FrictionLaw};
 use talus_engine::sim::Simulation;
 
-fn numbers(path: &Path) -> Vec<Vec<f64>> {
-    std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| l.split_whitespace().filter_map(|t| t.parse::<f64>().ok()).collect())
-        .collect()
-}
-
-fn thesis_blocks(dir: &Path, n: usize) -> Vec<Block> {
-    let sizes = numbers(&dir.join(format!("size_{n}.data")));
-    let pos = numbers(&dir.join(format!("position_{n}.data")));
-    (0..n)
-        .map(|k| {
-            let v =
-                |r: usize| Vector3::new(pos[6 * k + r][0], pos[6 * k + r][1], pos[6 * k + r][2]);
-            let m = Matrix3::from_columns(&[v(3), v(4), v(5)]);
-            let rot = UnitQuaternion::from_rotation_matrix(&Rotation3::from_matrix(&m));
-            let s = &sizes[k];
-            let mut b = Block::new(k as u32, s[0], s[1], s[2], 5000.0, v(0), rot);
-            b.vel = v(1);
-            b.omega = v(2);
-            b
-        })
-        .collect()
-}
+#[path = "../tests/it/common/mod.rs"]
+mod common;
 
 #[derive(Default)]
 struct Row {
@@ -90,9 +64,10 @@ fn bench(blocks: Vec<Block>, steps: u64, solver: SolverConfig, friction: Frictio
 }
 
 fn main() {
-    let dir = PathBuf::from(std::env::var("TALUS_THESIS_DIR").unwrap_or_else(|_| {
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/thesis-granular").into()
-    }));
+    let dir = match std::env::var("TALUS_THESIS_DIR") {
+        Ok(d) => std::path::PathBuf::from(d),
+        Err(_) => common::thesis_dir(),
+    };
     let args: Vec<u64> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))
@@ -110,7 +85,7 @@ fn main() {
     };
     // The blocks start 2–10 m up: run the frictionless heap until it has formed, then time
     // every case from that same state.
-    let mut blocks = thesis_blocks(&dir, 1000);
+    let mut blocks = common::thesis_blocks(&dir, 1000);
     if warmup > 0 {
         let config = Config {
             dt: 1e-3,

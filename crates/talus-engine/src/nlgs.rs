@@ -580,11 +580,10 @@ pub fn solve(
                     }
                     // Keep the best polished point: the sweeps go on from it (they spread the
                     // reactions of redundant contacts into their cones while x stays put).
-                    if best
-                        .as_ref()
-                        .is_none_or(|b: &(f64, Vec<f64>, Vec<Vector3<f64>>)| c.worst() < b.0)
-                    {
-                        best = Some((c.worst(), xp.clone(), zp.clone()));
+                    if best.as_ref().is_none_or(|b: &(Certificate, Vec<f64>, Vec<Vector3<f64>>)| {
+                        c.worst() < b.0.worst()
+                    }) {
+                        best = Some((c, xp.clone(), zp.clone()));
                     }
                     let next: Vec<State> = st
                         .iter()
@@ -616,12 +615,12 @@ pub fn solve(
                 if solved {
                     break;
                 }
-                if let Some((w, xb, zb)) = best.filter(|b| b.0 < certificate.worst()) {
+                if let Some((cb, xb, zb)) = best.filter(|b| b.0.worst() < certificate.worst()) {
                     for (k, r) in rows.iter().enumerate() {
                         lambda[k] = dz(r, &zb[k]) - r.kappa.component_mul(&r.velocity(&xb));
                     }
                     (x, z) = (xb, zb);
-                    certificate.stationarity = w;
+                    certificate = cb;
                     next_check = sweeps + 2;
                 }
             }
