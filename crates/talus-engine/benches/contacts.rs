@@ -10,10 +10,10 @@ use nalgebra::{UnitQuaternion, Vector3};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use talus_engine::body::Block;
-use talus_engine::broad;
-use talus_engine::detect::{DetectParams, DetectTimings, detect};
-use talus_engine::narrow::{self, Obb};
-use talus_engine::statics::{Plane, Statics};
+use talus_engine::geometry::broad;
+use talus_engine::geometry::colliders::{Plane, Statics};
+use talus_engine::geometry::detect::{DetectParams, DetectTimings, detect};
+use talus_engine::geometry::narrow::{self, Obb};
 
 /// A conical heap of n blocks (edges 0.7–1.1 m, small random tilts) on a jittered lattice
 /// of pitch 0.9 m: neighbours touch or overlap slightly, as in a settled heap.

@@ -12,9 +12,9 @@
 use std::time::Instant;
 use talus_engine::body::Block;
 use talus_engine::config::{Config, Kappa, PlaneConfig, SolverConfig};
-use talus_engine::files::statics;
-use talus_engine::friction::{FrictionConfig, FrictionLaw};
+use talus_engine::driver::statics;
 use talus_engine::sim::Simulation;
+use talus_engine::solver::friction::{FrictionConfig, FrictionLaw};
 
 #[path = "../tests/it/common/mod.rs"]
 mod common;

@@ -41,9 +41,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 use talus_engine::body::Block;
 use talus_engine::config::{Config, Kappa, PlaneConfig, SolverConfig};
-use talus_engine::files::statics;
+use talus_engine::driver::statics;
 use talus_engine::sim::Simulation;
-use talus_engine::warm::ContactKey;
+use talus_engine::solver::warm::ContactKey;
 
 fn numbers(path: &Path) -> Option<Vec<Vec<f64>>> {
     Some(

@@ -24,9 +24,9 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 use talus_engine::config::SolverConfig;
-use talus_engine::files::statics;
-use talus_engine::friction::{FrictionConfig, FrictionLaw};
+use talus_engine::driver::statics;
 use talus_engine::sim::Simulation;
+use talus_engine::solver::friction::{FrictionConfig, FrictionLaw};
 
 #[path = "../tests/it/common/mod.rs"]
 mod common;

@@ -13,15 +13,15 @@
 mod common;
 
 use std::time::Instant;
-use talus_engine::assembly::Qp;
 use talus_engine::config::SolverConfig;
-use talus_engine::dense::solve_dense;
-use talus_engine::detect::DetectTimings;
-use talus_engine::files::statics;
+use talus_engine::driver::statics;
+use talus_engine::geometry::detect::DetectTimings;
 use talus_engine::sim::Simulation;
-use talus_engine::solvers::solve_clarabel;
+use talus_engine::solver::assembly::Qp;
+use talus_engine::solver::clarabel::solve_clarabel;
+use talus_engine::solver::dense::solve_dense;
+use talus_engine::solver::warm::solve_warm;
 use talus_engine::step::{prepare, step_with_contacts};
-use talus_engine::warm::solve_warm;
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(default)

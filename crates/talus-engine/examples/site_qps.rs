@@ -6,13 +6,13 @@
 
 use std::time::Instant;
 use talus_engine::config::{Config, Kappa, SeparationConfig, SeparationMethod, SolverConfig};
-use talus_engine::detect::DetectTimings;
-use talus_engine::files::{read_blocks, read_terrain, statics};
+use talus_engine::driver::{read_blocks, read_terrain, statics};
+use talus_engine::geometry::detect::DetectTimings;
 use talus_engine::rotation::RotationModel;
 use talus_engine::sim::Simulation;
-use talus_engine::solvers::solve_clarabel;
+use talus_engine::solver::clarabel::solve_clarabel;
+use talus_engine::solver::warm::try_solve;
 use talus_engine::step::prepare;
-use talus_engine::warm::try_solve;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -78,14 +78,18 @@ fn main() {
                         let d = w.x.iter().zip(&c.x).fold(0f64, |a, (p, q)| a.max((p - q).abs()));
                         worst = worst.max(d / scale);
                         if d / scale > 1e-8 && std::env::var("SITE_QPS_VERBOSE").is_ok() {
-                            let kw = talus_engine::solvers::kkt_residuals(&isl.qp, &w.x, &w.lambda);
-                            let kc = talus_engine::solvers::kkt_residuals(&isl.qp, &c.x, &c.lambda);
+                            let kw = talus_engine::solver::clarabel::kkt_residuals(
+                                &isl.qp, &w.x, &w.lambda,
+                            );
+                            let kc = talus_engine::solver::clarabel::kkt_residuals(
+                                &isl.qp, &c.x, &c.lambda,
+                            );
                             let tight = solve_clarabel(&isl.qp, 1e-12, 400);
                             let dt =
                                 w.x.iter()
                                     .zip(&tight.x)
                                     .fold(0f64, |a, (p, q)| a.max((p - q).abs()));
-                            let kt = talus_engine::solvers::kkt_residuals(
+                            let kt = talus_engine::solver::clarabel::kkt_residuals(
                                 &isl.qp,
                                 &tight.x,
                                 &tight.lambda,

@@ -1,8 +1,8 @@
 //! The options of `talus run`: one typed struct, deserialised from the `[run]` table of a
 //! site file (unknown keys are errors), validated before any work.
 
-use crate::friction::FrictionConfig;
 use crate::rotation::RotationModel;
+use crate::solver::friction::FrictionConfig;
 use serde::{Deserialize, Serialize};
 
 /// How the dissipation coefficients κ_N, κ_T (kg, percussion per unit relative velocity)
@@ -46,7 +46,7 @@ pub enum SolverConfig {
         /// Iteration limit.
         max_iterations: u32,
         /// Islands of at most this many bodies (and no friction) are solved by the exact
-        /// dense active-set solver ([`crate::dense`]), certified to `tolerance`; when it
+        /// dense active-set solver ([`crate::solver::dense`]), certified to `tolerance`; when it
         /// cannot certify its answer the island goes to Clarabel, recorded as a fallback.
         /// Default 0: Clarabel solves every QP.
         #[serde(default)]
@@ -55,7 +55,7 @@ pub enum SolverConfig {
     /// Primal-dual active-set iterations from the previous step's active set (multipliers
     /// matched by contact identity), then, if they cycle, semismooth Newton on the
     /// augmented Lagrangian of the QP; Cholesky of H + ρ C_Aᵀ C_A with faer, sparse, or
-    /// dense for islands of at most 20 bodies ([`crate::warm`]). Falls back to Clarabel
+    /// dense for islands of at most 20 bodies ([`crate::solver::warm`]). Falls back to Clarabel
     /// (recorded) when it does not converge.
     Warm {
         /// KKT residual tolerance (relative to the data's scale), 1.
@@ -66,17 +66,17 @@ pub enum SolverConfig {
         /// Tolerance of the Clarabel fallback, 1.
         fallback_tolerance: f64,
         /// Islands of at most this many bodies (and no friction) are solved by the exact
-        /// dense active-set solver ([`crate::dense`]), certified to `tolerance`; when it
+        /// dense active-set solver ([`crate::solver::dense`]), certified to `tolerance`; when it
         /// cannot certify its answer the island goes to the warm solver, recorded as a
         /// fallback. Default [`DENSE_MAX_BODIES`]; 0: never.
         #[serde(default = "default_dense_max_bodies")]
         dense_max_bodies: u32,
     },
-    /// Non-linear Gauss–Seidel on the contact percussions ([`crate::nlgs`]), with and
+    /// Non-linear Gauss–Seidel on the contact percussions ([`crate::solver::nlgs`]), with and
     /// without friction: each contact's 3-D law (normal bound, Coulomb cone, κ damping)
     /// solved exactly in turn against the others, started from the previous step's
     /// percussions matched by contact identity. Every answer carries a certificate
-    /// computed from the QP's data alone ([`crate::certificate`]); an island whose
+    /// computed from the QP's data alone ([`crate::solver::certificate`]); an island whose
     /// certificate misses `tolerance` after `max_sweeps` is solved by Clarabel (recorded
     /// as a fallback).
     Nlgs {
@@ -260,7 +260,7 @@ pub struct Config {
     pub initial_overlap_tolerance: f64,
     /// Coulomb friction per material pair, as second-order cones solved by Clarabel
     /// (default: none). E.g. `friction = { block_block = { coulomb = 0.6 },
-    /// block_terrain = { coulomb = 0.7 } }`; see [`crate::friction`].
+    /// block_terrain = { coulomb = 0.7 } }`; see [`crate::solver::friction`].
     #[serde(skip_serializing_if = "FrictionConfig::is_default")]
     pub friction: FrictionConfig,
 }

@@ -9,25 +9,14 @@
 //!
 //! then u⁺ = 2x − u⁻ and positions advance with (u⁻ + u⁺)/2.
 
-pub mod assembly;
 pub mod body;
-pub mod broad;
-pub mod certificate;
 pub mod config;
-pub mod contact;
-pub mod dense;
-pub mod detect;
-pub mod files;
-pub mod friction;
-pub mod islands;
-pub mod narrow;
-pub mod nlgs;
+pub mod driver;
+pub mod geometry;
 pub mod rotation;
 pub mod sim;
-pub mod solvers;
-pub mod statics;
+pub mod solver;
 pub mod step;
-pub mod warm;
 
 pub use config::Config;
-pub use files::{Error, Summary, run};
+pub use driver::{Error, Summary, run};

@@ -3,11 +3,11 @@
 
 use crate::body::Block;
 use crate::config::{Config, ConfigError, SeparationMethod};
-use crate::contact::{Contact, Other};
-use crate::detect::{DetectParams, DetectTimings, detect};
-use crate::statics::Statics;
+use crate::geometry::colliders::Statics;
+use crate::geometry::contact::{Contact, Other};
+use crate::geometry::detect::{DetectParams, DetectTimings, detect};
+use crate::solver::warm::WarmStart;
 use crate::step::{Correction, FailedQp, JumpReport, KappaLaw, StepParams, step_with_friction};
-use crate::warm::WarmStart;
 use std::collections::BTreeMap;
 use std::time::Instant;
 

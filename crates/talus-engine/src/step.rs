@@ -16,18 +16,18 @@
 //! of penetrating contacts inject W_s = Σ λ_k v_k / 2; the rest, D = W_s − P·x ≥ 0, is
 //! the dissipation (Clausius–Duhem).
 
-use crate::assembly::{JumpBody, JumpContact, Qp, assemble, effective_mass};
 use crate::body::Block;
-use crate::certificate::{Certificate, certify};
 use crate::config::{Kappa, SolverConfig};
-use crate::contact::{Contact, ContactKind, Other};
-use crate::dense::solve_dense;
-use crate::friction::{self, ConeQp, ContactFriction, FrictionConfig};
-use crate::islands::{Island, islands};
-use crate::nlgs;
+use crate::geometry::contact::{Contact, ContactKind, Other};
 use crate::rotation::{self, RotationModel};
-use crate::solvers::{QpOutcome, SolverUsed, solve_clarabel};
-use crate::warm::{ContactKey, WarmStart, solve_warm};
+use crate::solver::assembly::{JumpBody, JumpContact, Qp, assemble, effective_mass};
+use crate::solver::certificate::{Certificate, certify};
+use crate::solver::clarabel::{QpOutcome, SolverUsed, solve_clarabel};
+use crate::solver::dense::solve_dense;
+use crate::solver::friction::{self, ConeQp, ContactFriction, FrictionConfig};
+use crate::solver::islands::{Island, islands};
+use crate::solver::nlgs;
+use crate::solver::warm::{ContactKey, WarmStart, solve_warm};
 use clarabel::solver::SupportedConeT;
 use nalgebra::{Matrix3, UnitQuaternion, Vector3};
 use rayon::prelude::*;
@@ -103,7 +103,7 @@ pub struct FailedQp {
     /// Solver status.
     pub status: String,
     /// The conic program when the island had friction (`qp` then holds its rows too);
-    /// dump it with [`crate::friction::clarabel_json`].
+    /// dump it with [`crate::solver::friction::clarabel_json`].
     pub conic: Option<ConeQp>,
 }
 
@@ -138,7 +138,7 @@ pub struct JumpReport {
     pub separation_work: f64,
     /// Work of gravity over the step, J.
     pub gravity_work: f64,
-    /// Worst certificate residual (relative, [`crate::certificate`]) of the step's accepted
+    /// Worst certificate residual (relative, [`crate::solver::certificate`]) of the step's accepted
     /// solutions; 0 without islands.
     pub accuracy: f64,
     /// Sweeps of the contact-space solver summed over islands.
@@ -349,7 +349,7 @@ pub fn step_with_contacts(
     step_with_friction(params, &FrictionConfig::default(), blocks, contacts, warm)
 }
 
-/// [`step_with_contacts`] with Coulomb friction ([`crate::friction`]): islands with a
+/// [`step_with_contacts`] with Coulomb friction ([`crate::solver::friction`]): islands with a
 /// frictional contact are solved by Clarabel as second-order-cone programs (whatever the
 /// configured solver); the report's `solver` is then `clarabel_socp` (or `mixed`).
 pub fn step_with_friction(

@@ -5,10 +5,10 @@ use nalgebra::{UnitQuaternion, Vector3};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use talus_engine::body::Block;
-use talus_engine::broad::{self, Aabb};
-use talus_engine::contact::{Contact, Other};
-use talus_engine::detect::{DetectParams, DetectTimings, detect};
-use talus_engine::statics::{Plane, Statics, Tin, TinError};
+use talus_engine::geometry::broad::{self, Aabb};
+use talus_engine::geometry::colliders::{Plane, Statics, Tin, TinError};
+use talus_engine::geometry::contact::{Contact, Other};
+use talus_engine::geometry::detect::{DetectParams, DetectTimings, detect};
 
 type V3 = Vector3<f64>;
 
@@ -607,7 +607,7 @@ fn permuting_blocks_permutes_contacts_and_threads_do_not_matter() {
     assert!(kinds(|o| matches!(o, Other::Plane(_))) > 10);
     // Sorted, i < j for pairs, inactive blocks absent, each pair's normals consistent.
     for w in cs.windows(2) {
-        assert!(talus_engine::detect::order(&w[0], &w[1]).is_le());
+        assert!(talus_engine::geometry::detect::order(&w[0], &w[1]).is_le());
     }
     for c in &cs {
         assert!(blocks[c.i].active);

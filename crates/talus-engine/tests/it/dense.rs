@@ -1,4 +1,4 @@
-//! The dense solver of small islands ([`talus_engine::dense`]): agreement with Clarabel (at
+//! The dense solver of small islands ([`talus_engine::solver::dense`]): agreement with Clarabel (at
 //! a tight tolerance) on every small-island QP of real scenarios, unit cases with closed
 //! forms, redundant and duplicate contacts, and the cases that must fall back.
 
@@ -6,19 +6,19 @@ use crate::common;
 use nalgebra::{DMatrix, DVector, Matrix3, UnitQuaternion, Vector3};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use talus_engine::assembly::{JumpBody, JumpContact, Qp, assemble};
 use talus_engine::body::Block;
 use talus_engine::config::{Config, Kappa, SolverConfig};
-use talus_engine::contact::{Contact, Other};
-use talus_engine::dense::solve_dense;
-use talus_engine::detect::DetectTimings;
-use talus_engine::files::statics;
+use talus_engine::driver::statics;
+use talus_engine::geometry::colliders::{Statics, Tin};
+use talus_engine::geometry::contact::{Contact, Other};
+use talus_engine::geometry::detect::DetectTimings;
 use talus_engine::rotation::RotationModel;
 use talus_engine::sim::Simulation;
-use talus_engine::solvers::{QpOutcome, SolverUsed, kkt_residuals, solve_clarabel};
-use talus_engine::statics::{Statics, Tin};
+use talus_engine::solver::assembly::{JumpBody, JumpContact, Qp, assemble};
+use talus_engine::solver::clarabel::{QpOutcome, SolverUsed, kkt_residuals, solve_clarabel};
+use talus_engine::solver::dense::solve_dense;
+use talus_engine::solver::warm::WarmStart;
 use talus_engine::step::{Correction, KappaLaw, StepParams, prepare, solve_qp, step_with_contacts};
-use talus_engine::warm::WarmStart;
 
 /// Clarabel's solution at the tightest tolerance it reaches (`Solved`) among 1e-12, 1e-11,
 /// 1e-10 (at 1e-12 it sometimes stops early with `AlmostSolved`).

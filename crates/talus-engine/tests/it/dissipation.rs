@@ -4,7 +4,7 @@
 use crate::common as heap;
 
 use talus_engine::config::SolverConfig;
-use talus_engine::files::statics;
+use talus_engine::driver::statics;
 use talus_engine::sim::Simulation;
 
 #[test]

@@ -5,16 +5,16 @@
 use nalgebra::{Matrix3, UnitQuaternion, Vector3};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use talus_engine::assembly::{JumpBody, JumpContact, assemble};
 use talus_engine::body::Block;
 use talus_engine::config::SolverConfig;
-use talus_engine::contact::{Contact, Other};
-use talus_engine::friction::{
+use talus_engine::geometry::contact::{Contact, Other};
+use talus_engine::rotation::RotationModel;
+use talus_engine::solver::assembly::{JumpBody, JumpContact, assemble};
+use talus_engine::solver::friction::{
     self, ContactFriction, FrictionConfig, FrictionLaw, assemble_cones, relative_velocity,
 };
-use talus_engine::rotation::RotationModel;
+use talus_engine::solver::warm::WarmStart;
 use talus_engine::step::{Correction, JumpReport, KappaLaw, StepParams, step_with_friction};
-use talus_engine::warm::WarmStart;
 
 const G: f64 = 9.81;
 const DT: f64 = 1e-3;

@@ -4,7 +4,7 @@
 use crate::common::{heap_config, state_hash, thesis_blocks, thesis_dir};
 use nalgebra::Vector3;
 use talus_engine::config::SolverConfig;
-use talus_engine::files::statics;
+use talus_engine::driver::statics;
 use talus_engine::sim::Simulation;
 
 #[test]

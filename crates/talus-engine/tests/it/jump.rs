@@ -4,10 +4,10 @@
 use nalgebra::{UnitQuaternion, Vector3};
 use talus_engine::body::Block;
 use talus_engine::config::SolverConfig;
-use talus_engine::contact::{Contact, Other};
+use talus_engine::geometry::contact::{Contact, Other};
 use talus_engine::rotation::RotationModel;
+use talus_engine::solver::warm::WarmStart;
 use talus_engine::step::{Correction, KappaLaw, StepParams, step_with_contacts};
-use talus_engine::warm::WarmStart;
 
 fn params(dt: f64, gravity: f64, kn: f64, kt: f64) -> StepParams {
     StepParams {

@@ -4,7 +4,7 @@ mod common;
 mod contacts;
 mod dense;
 mod dissipation;
-mod files;
+mod driver;
 mod friction;
 mod heap;
 mod jump;

@@ -6,16 +6,16 @@
 use nalgebra::{Matrix3, UnitQuaternion, Vector3};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use talus_engine::assembly::{JumpBody, JumpContact, assemble};
 use talus_engine::body::Block;
-use talus_engine::certificate::certify;
 use talus_engine::config::SolverConfig;
-use talus_engine::contact::{Contact, Other};
-use talus_engine::friction::{self, ContactFriction, FrictionConfig, FrictionLaw};
-use talus_engine::nlgs::{self, ContactImpulse};
+use talus_engine::geometry::contact::{Contact, Other};
 use talus_engine::rotation::RotationModel;
+use talus_engine::solver::assembly::{JumpBody, JumpContact, assemble};
+use talus_engine::solver::certificate::certify;
+use talus_engine::solver::friction::{self, ContactFriction, FrictionConfig, FrictionLaw};
+use talus_engine::solver::nlgs::{self, ContactImpulse};
+use talus_engine::solver::warm::WarmStart;
 use talus_engine::step::{Correction, KappaLaw, StepParams, step_with_friction};
-use talus_engine::warm::WarmStart;
 
 use crate::friction::{block_on_slope, plane_contacts};
 

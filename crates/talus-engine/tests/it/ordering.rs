@@ -8,7 +8,7 @@ use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use talus_engine::body::Block;
 use talus_engine::config::SolverConfig;
-use talus_engine::files::statics;
+use talus_engine::driver::statics;
 use talus_engine::sim::Simulation;
 
 fn run(blocks: Vec<Block>, steps: u64) -> (Vec<Block>, u64) {

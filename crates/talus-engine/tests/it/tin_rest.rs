@@ -5,8 +5,8 @@
 use nalgebra::{UnitQuaternion, Vector3};
 use talus_engine::body::Block;
 use talus_engine::config::{Config, Kappa, SolverConfig};
+use talus_engine::geometry::colliders::{Statics, Tin};
 use talus_engine::sim::Simulation;
-use talus_engine::statics::{Statics, Tin};
 
 #[test]
 fn resting_block_on_tin_does_not_sink() {

@@ -4,12 +4,12 @@
 use crate::common as heap;
 
 use talus_engine::config::SolverConfig;
-use talus_engine::detect::DetectTimings;
-use talus_engine::files::statics;
+use talus_engine::driver::statics;
+use talus_engine::geometry::detect::DetectTimings;
 use talus_engine::sim::Simulation;
-use talus_engine::solvers::{kkt_residuals, solve_clarabel};
+use talus_engine::solver::clarabel::{kkt_residuals, solve_clarabel};
+use talus_engine::solver::warm::{solve_warm, try_solve, try_solve_with};
 use talus_engine::step::{prepare, step_with_contacts};
-use talus_engine::warm::{solve_warm, try_solve, try_solve_with};
 
 /// Clarabel at this tolerance is the reference. At the engine's 1e-9 its complementarity
 /// gap leaves x up to ~5e-6 (relative) off the exact solution on degenerate QPs (a contact
@@ -19,7 +19,7 @@ const REFERENCE_TOLERANCE: f64 = 1e-12;
 
 /// Clarabel's solution at the tightest tolerance it reaches (`Solved`) among 1e-12, 1e-11,
 /// 1e-10 (at 1e-12 it sometimes stops early with `AlmostSolved`, up to 2e-6 off).
-fn reference(qp: &talus_engine::assembly::Qp) -> talus_engine::solvers::QpOutcome {
+fn reference(qp: &talus_engine::solver::assembly::Qp) -> talus_engine::solver::clarabel::QpOutcome {
     let mut last = None;
     for tol in [REFERENCE_TOLERANCE, 1e-11, 1e-10] {
         let o = solve_clarabel(qp, tol, 400);
@@ -36,7 +36,7 @@ fn reference(qp: &talus_engine::assembly::Qp) -> talus_engine::solvers::QpOutcom
 /// ‖x̂ − x*‖²_H ≤ G + eᵀ(x̂ − x*), hence ‖x̂ − x*‖_H ≤ ‖e‖/√μ + √G and
 /// ‖x̂ − x*‖₂ ≤ ‖x̂ − x*‖_H/√μ, μ ≤ λ_min(H) (here μ = 2 min over bodies of
 /// min(m, λ_min(I)): H = 2M + positive semidefinite terms).
-fn error_bound(qp: &talus_engine::assembly::Qp, mu: f64, x: &[f64], lambda: &[f64]) -> f64 {
+fn error_bound(qp: &talus_engine::solver::assembly::Qp, mu: f64, x: &[f64], lambda: &[f64]) -> f64 {
     let hx = qp.h_mul(x);
     let ctl = qp.ct_mul(lambda);
     let e2 = (0..qp.n()).map(|i| (hx[i] - qp.p[i] - ctl[i]).powi(2)).sum::<f64>().sqrt();
@@ -45,7 +45,7 @@ fn error_bound(qp: &talus_engine::assembly::Qp, mu: f64, x: &[f64], lambda: &[f6
     (e2 / mu.sqrt() + g.sqrt()) / mu.sqrt()
 }
 
-fn smallest_eigenvalue(bodies: &[talus_engine::assembly::JumpBody]) -> f64 {
+fn smallest_eigenvalue(bodies: &[talus_engine::solver::assembly::JumpBody]) -> f64 {
     bodies
         .iter()
         .map(|b| 2.0 * b.mass.min(b.inertia.symmetric_eigen().eigenvalues.min()))
@@ -200,12 +200,12 @@ fn fallback_is_recorded() {
     let zero = vec![0.0; big.qp.m()];
     let o = solve_warm(&big.qp, &zero, 1e-10, 1, 1e-10);
     assert!(o.fallback && o.solved, "{o:?}");
-    assert_eq!(o.solver, talus_engine::solvers::SolverUsed::Clarabel);
+    assert_eq!(o.solver, talus_engine::solver::clarabel::SolverUsed::Clarabel);
 }
 
 #[test]
 fn warm_start_takes_a_neighbouring_cell_of_the_same_pair() {
-    use talus_engine::warm::{ContactKey, WarmStart};
+    use talus_engine::solver::warm::{ContactKey, WarmStart};
     let key = |id: u32, other: u64, cell: [i64; 3]| ContactKey { id, other: (0, other), cell };
     let mut warm = WarmStart::default();
     let stored = [key(1, 2, [0, 0, 0]), key(1, 2, [2, 1, 0]), key(3, 4, [0, 0, 0])];

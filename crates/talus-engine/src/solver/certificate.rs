@@ -2,7 +2,7 @@
 //! whatever method produced it.
 //!
 //! The jump of an island is `min ½xᵀHx − pᵀx s.t. s = Cx − r ∈ K` with K a product of
-//! non-negative cones and 3-D second-order cones ([`crate::friction`]). A pair (x, z) solves
+//! non-negative cones and 3-D second-order cones ([`crate::solver::friction`]). A pair (x, z) solves
 //! it exactly when
 //!
 //! ```text
@@ -21,7 +21,7 @@
 //! second term for islands whose contacts all open, where z ~ 0); complementarity (a
 //! power) by Z V. The distance to a cone is Euclidean.
 
-use crate::assembly::Qp;
+use crate::solver::assembly::Qp;
 use clarabel::solver::SupportedConeT;
 
 /// Relative residuals of a solution (each ≥ 0; 0 is exact).

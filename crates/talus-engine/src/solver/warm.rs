@@ -52,9 +52,9 @@
 //! The iteration limit counts linear solves. A solve that does not converge within it is
 //! handed to Clarabel and recorded as a fallback (diagnostics column `fallback`).
 
-use crate::assembly::Qp;
-use crate::nlgs::ContactImpulse;
-use crate::solvers::{QpOutcome, SolverUsed, kkt_residuals, solve_clarabel};
+use crate::solver::assembly::Qp;
+use crate::solver::clarabel::{QpOutcome, SolverUsed, kkt_residuals, solve_clarabel};
+use crate::solver::nlgs::ContactImpulse;
 use faer::dyn_stack::{MemBuffer, MemStack, StackReq};
 use faer::linalg::solvers::{Llt, Solve};
 use faer::sparse::linalg::amd;
@@ -665,7 +665,7 @@ fn solve_on(
 
 /// The equality-constrained QP `min ½xᵀHx − pᵀx s.t. Cx = r` on every row of `qp`, by the
 /// warm solver's regularised factorisation and iterative refinement, from (x0, λ0)
-/// (used to polish the contact-space solver's answer, [`crate::nlgs`]). `None` when the
+/// (used to polish the contact-space solver's answer, [`crate::solver::nlgs`]). `None` when the
 /// factorisation fails.
 pub(crate) fn solve_equality(
     qp: &Qp,

@@ -1,6 +1,6 @@
 //! Contact detection for one configuration: broad phase, then narrow phase in parallel.
 //!
-//! Output conventions (see also [`crate::contact`] and [`crate::narrow`]):
+//! Output conventions (see also [`crate::geometry::contact`] and [`crate::geometry::narrow`]):
 //! * block–block: one set of contacts per pair, stored once with `i` = the smaller block
 //!   index and `other = Other::Block(j)`, j > i; the normal points from j into i. The
 //!   geometry is computed with the two blocks in a canonical order (by `id`, then index),
@@ -20,10 +20,10 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use crate::body::Block;
-use crate::broad;
-use crate::contact::{Contact, Other};
-use crate::narrow::{self, Obb, Touch};
-use crate::statics::Statics;
+use crate::geometry::broad;
+use crate::geometry::colliders::Statics;
+use crate::geometry::contact::{Contact, Other};
+use crate::geometry::narrow::{self, Obb, Touch};
 
 /// Parameters of the contact detection.
 #[derive(Debug, Clone, Copy)]

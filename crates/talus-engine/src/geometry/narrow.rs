@@ -42,7 +42,7 @@
 use nalgebra::{Matrix3, Vector3};
 
 use crate::body::Block;
-use crate::statics::{Plane, Tin};
+use crate::geometry::colliders::{Plane, Tin};
 
 type V3 = Vector3<f64>;
 

@@ -5,7 +5,7 @@
 //!
 //! H = 2M + Σ_k J_kᵀ K_k J_k with 2M block-diagonal, J_k the 3 × 6n map from x to the
 //! relative velocity of contact k's point in its frame (N_k, t₁, t₂), K_k = diag(κ_N, κ_T,
-//! κ_T). With y_k = J_k x, the conic program of [`crate::friction`] is
+//! κ_T). With y_k = J_k x, the conic program of [`crate::solver::friction`] is
 //!
 //! ```text
 //! minimise ½xᵀ2Mx − pᵀx + Σ_k ½ y_kᵀK_k y_k   s.t.  s_k = D_k y_k − r_k ∈ K_k
@@ -38,14 +38,14 @@
 //!
 //! Sweeps alternate forward and backward over the contacts, each updating x in place by
 //! (2M)⁻¹J_kᵀΔΛ_k. The percussions start from the previous step's, matched by contact
-//! identity ([`crate::warm::WarmStart`]): for a heap at rest they are already the answer.
+//! identity ([`crate::solver::warm::WarmStart`]): for a heap at rest they are already the answer.
 //! After 1, 2, 4, 8 sweeps and every 10 after, x is recomputed from the percussions and the
-//! pair (x, z) is checked by [`crate::certificate::certify`] on the program's own data;
+//! pair (x, z) is checked by [`crate::solver::certificate::certify`] on the program's own data;
 //! the solve stops when the certificate holds to the tolerance.
 
-use crate::assembly::{JumpBody, JumpContact};
-use crate::certificate::{Certificate, certify};
-use crate::friction::ConeQp;
+use crate::solver::assembly::{JumpBody, JumpContact};
+use crate::solver::certificate::{Certificate, certify};
+use crate::solver::friction::ConeQp;
 use nalgebra::{Matrix3, SMatrix, Vector3};
 
 type M63 = SMatrix<f64, 6, 3>;
@@ -354,13 +354,13 @@ fn polish_once(
             }
         }
     }
-    let qp = crate::assembly::Qp {
+    let qp = crate::solver::assembly::Qp {
         h_upper: clarabel::algebra::CscMatrix::new_from_triplets(n, n, hi, hj, hv),
         p,
         c: clarabel::algebra::CscMatrix::new_from_triplets(m, n, rows, cols, vals),
         r,
     };
-    let (x, lambda) = crate::warm::solve_equality(&qp, x0, &l0, iterations)?;
+    let (x, lambda) = crate::solver::warm::solve_equality(&qp, x0, &l0, iterations)?;
     let mut z = vec![Vector3::zeros(); st.len()];
     let mut j = 0;
     for (k, state) in st.iter().enumerate() {
@@ -383,7 +383,7 @@ fn polish_once(
     Some((x, z))
 }
 
-/// Solve the conic program `cq` of an island (assembled by [`crate::friction::assemble_cones`]
+/// Solve the conic program `cq` of an island (assembled by [`crate::solver::friction::assemble_cones`]
 /// from `bodies`, `contacts`) by non-linear Gauss–Seidel, started from `initial` (one per
 /// contact), until the certificate holds to `tolerance` or `max_sweeps` sweeps are done.
 pub fn solve(

@@ -1,11 +1,11 @@
 //! QP solvers of the jump: Clarabel (interior point, the reference) and a warm-started
-//! solver specialised to `min ½xᵀHx − pᵀx s.t. Cx ≥ r` (see [`crate::warm`]).
+//! solver specialised to `min ½xᵀHx − pᵀx s.t. Cx ≥ r` (see [`crate::solver::warm`]).
 //!
 //! Clarabel's standard form is `min ½xᵀPx + qᵀx s.t. Ax + s = b, s ∈ K`; here P = H
 //! (upper triangle), q = −p, A = −C, b = −r, K the non-negative orthant, and Clarabel's
 //! dual z is the vector λ ≥ 0 of reactive percussions (H x − p = Cᵀλ).
 
-use crate::assembly::Qp;
+use crate::solver::assembly::Qp;
 use clarabel::algebra::CscMatrix;
 use clarabel::solver::{
     DefaultSettings, DefaultSolver, IPSolver, NonnegativeConeT, SolverJSONReadWrite, SolverStatus,
@@ -19,9 +19,9 @@ pub enum SolverUsed {
     None,
     Clarabel,
     Warm,
-    /// The exact dense active-set solver of small islands ([`crate::dense`]).
+    /// The exact dense active-set solver of small islands ([`crate::solver::dense`]).
     Dense,
-    /// Non-linear Gauss–Seidel in contact space ([`crate::nlgs`]).
+    /// Non-linear Gauss–Seidel in contact space ([`crate::solver::nlgs`]).
     Nlgs,
 }
 

@@ -5,7 +5,7 @@
 //!
 //! For a contact k with friction coefficient μ > 0, the relative velocity of the contact
 //! point after the jump, u⁺ = 2x − u⁻, is split into its normal part v_N⁺ = c_kᵀu⁺ (positive
-//! when the bodies separate, [`crate::contact`]) and its tangential part
+//! when the bodies separate, [`crate::geometry::contact`]) and its tangential part
 //! v_T⁺ = (t₁, t₂)ᵀ R_k u⁺ (R_k u = velocity of i's material point minus j's, t₁, t₂ an
 //! orthonormal basis of the tangent plane). The A-CD² normal constraint c_kᵀu⁺ ≥ v_k
 //! (v_k ≥ 0 the bounded separation velocity of a penetrating contact) is replaced by
@@ -16,7 +16,7 @@
 //! ```
 //!
 //! i.e. the shifted relative velocity lies in the dual friction cone. In the unknown x, with
-//! r_k = (c_kᵀu⁻ + v_k)/2 as in [`crate::assembly`], the cone row block (halved) is
+//! r_k = (c_kᵀu⁻ + v_k)/2 as in [`crate::solver::assembly`], the cone row block (halved) is
 //! `s = (c_kᵀx − r_k + γ_k/2, μ t₁ᵀR_k(x − u⁻/2), μ t₂ᵀR_k(x − u⁻/2)) ∈ SOC₃`.
 //! Frictionless contacts keep their linear row (non-negative cone). κ_N and κ_T stay in H
 //! exactly as in A-CD². Clarabel's dual of the block, z = (λ_N, z₁, z₂) ∈ SOC₃, gives the
@@ -80,9 +80,9 @@
 //! energy never increases without external percussion; the tests check D ≥ 0 and
 //! KE⁺ ≤ KE⁻ on random jumps with κ too.
 
-use crate::assembly::{JumpBody, JumpContact, Qp};
-use crate::contact::ContactKind;
-use crate::solvers::{QpOutcome, SolverUsed};
+use crate::geometry::contact::ContactKind;
+use crate::solver::assembly::{JumpBody, JumpContact, Qp};
+use crate::solver::clarabel::{QpOutcome, SolverUsed};
 use clarabel::algebra::CscMatrix;
 use clarabel::solver::{
     DefaultSolver, IPSolver, NonnegativeConeT, SecondOrderConeT, SolverStatus, SupportedConeT,
@@ -342,14 +342,14 @@ fn new_solver(
     tolerance: f64,
     max_iterations: u32,
 ) -> Result<DefaultSolver<f64>, String> {
-    let (q, a, b) = crate::solvers::clarabel_data(&cq.qp);
+    let (q, a, b) = crate::solver::clarabel::clarabel_data(&cq.qp);
     DefaultSolver::new(
         &cq.qp.h_upper,
         &q,
         &a,
         &b,
         &cq.cones,
-        crate::solvers::settings(tolerance, max_iterations),
+        crate::solver::clarabel::settings(tolerance, max_iterations),
     )
     .map_err(|e| e.to_string())
 }
@@ -407,7 +407,7 @@ pub fn solve(cq: &ConeQp, tolerance: f64, max_iterations: u32) -> ConeOutcome {
 
 /// The conic program in Clarabel's JSON format (replay with `DefaultSolver::load_from_file`).
 pub fn clarabel_json(cq: &ConeQp, tolerance: f64, max_iterations: u32) -> Result<Vec<u8>, String> {
-    crate::solvers::solver_json(&new_solver(cq, tolerance, max_iterations)?)
+    crate::solver::clarabel::solver_json(&new_solver(cq, tolerance, max_iterations)?)
 }
 
 /// Solve an island's jump with friction; when it is not solved and some contact demands a
@@ -448,7 +448,7 @@ pub fn solve_island(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::assembly::assemble;
+    use crate::solver::assembly::assemble;
     use nalgebra::Matrix3;
 
     #[test]

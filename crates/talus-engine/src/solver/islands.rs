@@ -3,7 +3,7 @@
 //! is an independent QP; bodies outside every island are in free flight and get the
 //! closed-form jump u⁺ = u⁻ − g Δt e_z, ω⁺ = ω⁻.
 
-use crate::contact::{Contact, Other};
+use crate::geometry::contact::{Contact, Other};
 
 /// One island: its bodies and contacts, both in ascending index order.
 #[derive(Debug, Clone, PartialEq, Eq)]

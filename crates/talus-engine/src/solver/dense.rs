@@ -32,9 +32,9 @@
 //!
 //! Everything is sequential dense arithmetic in a fixed order: deterministic.
 
-use crate::assembly::Qp;
-use crate::solvers::{QpOutcome, SolverUsed, kkt_residuals};
-use crate::warm::{accept, scales};
+use crate::solver::assembly::Qp;
+use crate::solver::clarabel::{QpOutcome, SolverUsed, kkt_residuals};
+use crate::solver::warm::{accept, scales};
 use nalgebra::{DMatrix, DVector};
 
 /// Two normals (in the metric of H⁻¹) are taken as linearly dependent when the part of v_p

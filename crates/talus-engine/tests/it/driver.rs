@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 use talus_engine::body::Block;
 use talus_engine::config::{Config, Kappa, PlaneConfig};
-use talus_engine::files::{Error, blocks_batch, run};
+use talus_engine::driver::{Error, blocks_batch, run};
 use talus_io::{NoProgress, Provenance};
 
 fn write_blocks(path: &Path, blocks: &[Block]) {

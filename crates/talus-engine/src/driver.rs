@@ -1,4 +1,5 @@
-//! Parquet input and output of `talus run`: blocks and terrain in, trajectories,
+//! The run driver of `talus run`: the step loop over Parquet input and output (blocks and
+//! terrain in; trajectories,
 //! energies, diagnostics and the final state out, checkpoints to resume from.
 //!
 //! Outputs are written atomically at the end of the run (talus-io sinks): a run that
@@ -11,10 +12,10 @@
 
 use crate::body::Block;
 use crate::config::{Config, OnSolverFailure};
+use crate::geometry::colliders::{Plane, Statics, Tin};
 use crate::sim::{Diagnostics, Energies, SimError, Simulation, Totals};
-use crate::solvers::clarabel_json;
-use crate::statics::{Plane, Statics, Tin};
-use crate::warm::{ContactKey, WarmStart};
+use crate::solver::clarabel::clarabel_json;
+use crate::solver::warm::{ContactKey, WarmStart};
 use arrow::array::{
     Array, ArrayRef, BinaryArray, BooleanArray, Float64Array, RecordBatch, StringArray,
     UInt32Array, UInt64Array,
@@ -747,7 +748,7 @@ pub fn run(
                 let (tol, it) = config.solver.clarabel_settings();
                 let path = dump_dir.join(format!("step_{step:010}_island_{:05}.json", f.island));
                 let json = match &f.conic {
-                    Some(cq) => crate::friction::clarabel_json(cq, tol, it),
+                    Some(cq) => crate::solver::friction::clarabel_json(cq, tol, it),
                     None => clarabel_json(&f.qp, tol, it),
                 }
                 .map_err(|m| input_err(&path, m))?;

@@ -1,0 +1,13 @@
+//! The jump's convex program and the methods that solve it: assembly of an island's QP,
+//! Clarabel (the interior-point reference), the warm-started and dense active-set
+//! solvers of frictionless islands, Coulomb friction as second-order cones, non-linear
+//! Gauss–Seidel in contact space, and the accuracy certificate every method is held to.
+
+pub mod assembly;
+pub mod certificate;
+pub mod clarabel;
+pub mod dense;
+pub mod friction;
+pub mod islands;
+pub mod nlgs;
+pub mod warm;
