@@ -4,6 +4,7 @@
 //! * the report lists every metric and embeds every figure;
 //! * a second run skips every stage (manifest);
 //! * a run in another directory gives byte-identical Parquet files;
+//! * a bad option of any stage is refused before the first stage runs;
 //! * a stage failure stops the pipeline, names the stage, keeps earlier outputs;
 //! * bad site files (unknown key, missing input) are refused before any stage runs.
 
@@ -200,18 +201,36 @@ fn synthetic_site_end_to_end() {
         );
     }
 
-    // A failing stage: the run refuses dt < 0; earlier stages are skipped, their outputs stay.
+    // A bad option of a later stage is refused before the first stage runs: the error
+    // names the stage and the option, and the manifest is not touched.
+    let manifest_before = std::fs::read(rb.join("manifest.json")).unwrap();
     std::fs::write(b.path().join("site.toml"), SITE.replace("dt = 0.05", "dt = -1.0")).unwrap();
+    let o = pipeline(b.path());
+    assert!(!o.status.success());
+    let msg = text(&o);
+    assert!(msg.contains("[run]") && msg.contains("dt"), "{msg}");
+    assert!(!msg.contains("running:"), "a stage ran before the check:\n{msg}");
+    assert_eq!(std::fs::read(rb.join("manifest.json")).unwrap(), manifest_before);
+
+    // A stage that fails while it runs (a QP solver allowed one iteration): the pipeline
+    // stops and names the stage; earlier stages are skipped and their outputs stay.
+    let failing = SITE.replace(
+        "output_every = 5\n",
+        "output_every = 5\nsolver = { method = \"clarabel\", tolerance = 1e-9, max_iterations = 1 }\n",
+    );
+    std::fs::write(b.path().join("site.toml"), failing).unwrap();
     let before = std::fs::read(rb.join("seed/blocks.parquet")).unwrap();
     let o = pipeline(b.path());
     assert!(!o.status.success());
     let msg = text(&o);
-    assert!(msg.contains("stage `run` failed") && msg.contains("dt"), "{msg}");
+    assert!(msg.contains("stage `run` failed") && msg.contains("not solved"), "{msg}");
     assert_eq!(std::fs::read(rb.join("seed/blocks.parquet")).unwrap(), before);
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(rb.join("manifest.json")).unwrap()).unwrap();
-    let last = manifest["stages"].as_array().unwrap().last().unwrap().clone();
+    let stages = manifest["stages"].as_array().unwrap();
+    let last = stages.last().unwrap().clone();
     assert_eq!((last["stage"].as_str(), last["status"].as_str()), (Some("run"), Some("failed")));
+    assert!(stages[..stages.len() - 1].iter().all(|s| s["status"] == "skipped"), "{manifest}");
 }
 
 #[test]

@@ -17,19 +17,21 @@
 //!    paste into the site file), `figures/sensitivity.png` (score and IoU against each
 //!    parameter) and `report.html`.
 //!
-//! The stages run by the CLI (`talus calibrate`): the stages that no varied parameter
-//! touches (ingest, diff, terrain, and seed unless a `seed.` option varies) once, into
-//! `OUT/shared/`; then per member `seed` (if varied), `run` and `compare` into
-//! `OUT/members/NNNN/`, which writes `row.parquet`; then the collection.
+//! 4. **Ensemble** ([`ensemble`], on `talus-pipeline`): the stages that no varied
+//!    parameter touches (ingest, diff, terrain, and seed unless a `seed.` option varies)
+//!    once, into `OUT/shared/`; then per member `seed` (if varied), `run` and `compare`
+//!    into `OUT/members/NNNN/`, which writes `row.parquet`; then the collection.
 
 use std::path::PathBuf;
 
 pub mod config;
+pub mod ensemble;
 pub mod report;
 pub mod sample;
 pub mod table;
 
 pub use config::{Config, Parameters, Scale, Search, Spec, Weights};
+pub use ensemble::{Collected, Ensemble, describe};
 pub use sample::{BaseBlocks, Member, Parameter, member, member_count, members, parameters};
 pub use table::{Metrics, Row, Status};
 
@@ -46,4 +48,9 @@ pub enum Error {
     Output { path: PathBuf, message: String },
     #[error(transparent)]
     Figure(#[from] talus_compare::Error),
+    /// The ensemble cannot go on (site, members, rows); the message says why.
+    #[error("{0}")]
+    Ensemble(String),
+    #[error(transparent)]
+    Pipeline(#[from] talus_pipeline::Error),
 }

@@ -10,6 +10,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use talus_compare::figures::{SensitivitySeries, sensitivity};
 use talus_compare::report::{escape, format_value};
+use talus_schema::file_names::calibrate as names;
 
 /// What the collection has to show.
 pub struct Collection<'a> {
@@ -76,7 +77,7 @@ pub fn write(
     prov: &talus_io::Provenance,
     figure_size: (u32, u32),
 ) -> Result<Summary, Error> {
-    let runs = dir.join("runs.parquet");
+    let runs = dir.join(names::RUNS);
     table::write(&runs, c.params, c.rows, prov)?;
     let best = table::best(c.rows);
     let best_path = dir.join("best.toml");
@@ -88,7 +89,7 @@ pub fn write(
         }
         _ => None,
     };
-    let figure = dir.join("figures").join("sensitivity.png");
+    let figure = dir.join(names::FIGURES).join("sensitivity.png");
     let columns: Vec<Vec<f64>> =
         (0..c.params.len()).map(|d| c.rows.iter().map(|r| r.values[d]).collect()).collect();
     let named: Vec<(&str, &[f64])> =
@@ -110,7 +111,7 @@ pub fn write(
     )?;
     let png = std::fs::read(&figure)
         .map_err(|e| Error::Output { path: figure.clone(), message: e.to_string() })?;
-    let report = dir.join("report.html");
+    let report = dir.join(names::REPORT);
     let html = render(c, best, best_text.as_deref(), &png);
     talus_io::AtomicFile::write_all(&report, html.as_bytes())?;
     Ok(Summary {

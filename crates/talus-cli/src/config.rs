@@ -1,14 +1,12 @@
-//! Loading a stage's typed configuration: a TOML file (the stage's own options, or a
-//! site file whose `[<stage>]` table holds them), then `--set KEY=VALUE` overrides, then
-//! serde with `deny_unknown_fields` on the stage's struct, so an unknown or mistyped key
-//! is an error that names it. The help text of the options is rendered from the same
+//! A stage's configuration arguments (`--config`, `--set`, `--print-config`), loaded by
+//! `talus_pipeline::options`; and the help text of the options, rendered from the config
 //! struct's doc comments and `Default` (through its JSON schema), so units and defaults
 //! are written once.
 
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Configuration arguments shared by every stage subcommand.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -26,96 +24,13 @@ pub struct ConfigArgs {
     pub print_config: bool,
 }
 
-/// Errors while building a configuration.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("{path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
-    #[error("{path}: invalid TOML: {message}")]
-    Toml { path: PathBuf, message: String },
-    #[error("--set {0}: expected KEY=VALUE")]
-    BadSet(String),
-    #[error("--set {key}: `{segment}` is not a table")]
-    NotATable { key: String, segment: String },
-    #[error("configuration of `{stage}`{origin}: {message}")]
-    Invalid { stage: String, origin: String, message: String },
-}
-
-/// Read a TOML file into a table.
-pub fn read_toml(path: &Path) -> Result<toml::Table, ConfigError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
-    text.parse::<toml::Table>()
-        .map_err(|e| ConfigError::Toml { path: path.to_path_buf(), message: e.to_string() })
-}
-
-/// Apply `KEY=VALUE` overrides to a table.
-pub fn apply_sets(table: &mut toml::Table, sets: &[String]) -> Result<(), ConfigError> {
-    for s in sets {
-        let (key, value) = s.split_once('=').ok_or_else(|| ConfigError::BadSet(s.clone()))?;
-        let key = key.trim();
-        // A value that is not valid TOML is taken as a bare string (`--set method=median`).
-        let value: toml::Value = format!("v = {value}")
-            .parse::<toml::Table>()
-            .ok()
-            .and_then(|mut t| t.remove("v"))
-            .unwrap_or_else(|| toml::Value::String(value.to_string()));
-        let mut parts: Vec<&str> = key.split('.').collect();
-        let last =
-            parts.pop().filter(|l| !l.is_empty()).ok_or_else(|| ConfigError::BadSet(s.clone()))?;
-        let mut t = &mut *table;
-        for p in parts {
-            let entry =
-                t.entry(p.to_string()).or_insert_with(|| toml::Value::Table(Default::default()));
-            t = entry.as_table_mut().ok_or_else(|| ConfigError::NotATable {
-                key: key.to_string(),
-                segment: p.to_string(),
-            })?;
-        }
-        t.insert(last.to_string(), value);
-    }
-    Ok(())
-}
-
-/// The table of options for `stage` from a file: a site file (it has a `[site]` table)
-/// contributes its `[stage]` table, any other file is the stage's options at top level.
-pub fn stage_table(file: toml::Table, stage: &str) -> toml::Table {
-    if file.contains_key("site") {
-        match file.get(stage) {
-            Some(toml::Value::Table(t)) => t.clone(),
-            _ => toml::Table::new(),
-        }
-    } else {
-        file
-    }
-}
-
-/// Deserialize a stage's config from a table; errors name the stage and the key.
-pub fn from_table<T: DeserializeOwned>(
-    table: toml::Table,
-    stage: &str,
-    origin: &str,
-) -> Result<T, ConfigError> {
-    T::deserialize(toml::Value::Table(table)).map_err(|e| ConfigError::Invalid {
-        stage: stage.to_string(),
-        origin: origin.to_string(),
-        message: e.to_string().trim().to_string(),
-    })
-}
-
 /// Build the effective configuration of `stage` from its arguments. With
 /// `--print-config` the effective configuration is printed and `None` returned.
 pub fn load<T: DeserializeOwned + Serialize>(
     args: &ConfigArgs,
     stage: &str,
 ) -> Result<Option<T>, Box<dyn std::error::Error + Send + Sync>> {
-    let (table, origin) = match &args.config {
-        Some(p) => (stage_table(read_toml(p)?, stage), format!(" ({})", p.display())),
-        None => (toml::Table::new(), String::new()),
-    };
-    let mut table = table;
-    apply_sets(&mut table, &args.set)?;
-    let cfg: T = from_table(table, stage, &origin)?;
+    let cfg: T = talus_pipeline::options::load(args.config.as_deref(), &args.set, stage)?;
     if args.print_config {
         print!("{}", toml::to_string_pretty(&cfg)?);
         return Ok(None);
@@ -256,29 +171,6 @@ mod tests {
         fn default() -> Self {
             Demo { cell_size: 1.0, classes: vec![], inner: Inner::default() }
         }
-    }
-
-    #[test]
-    fn sets_override_and_unknown_keys_are_named() {
-        let mut t = toml::Table::new();
-        apply_sets(
-            &mut t,
-            &["cell_size=0.5".into(), "classes=[2, 3]".into(), "inner.seed=7".into()],
-        )
-        .unwrap();
-        let d: Demo = from_table(t, "demo", "").unwrap();
-        assert_eq!(d, Demo { cell_size: 0.5, classes: vec![2, 3], inner: Inner { seed: 7 } });
-        let mut t = toml::Table::new();
-        apply_sets(&mut t, &["cel_size=0.5".into()]).unwrap();
-        let e = from_table::<Demo>(t, "demo", "").unwrap_err().to_string();
-        assert!(e.contains("cel_size"), "{e}");
-    }
-
-    #[test]
-    fn site_file_section_is_used() {
-        let file: toml::Table = "[site]\nname='x'\n[demo]\ncell_size = 2.0\n".parse().unwrap();
-        let d: Demo = from_table(stage_table(file, "demo"), "demo", "").unwrap();
-        assert_eq!(d.cell_size, 2.0);
     }
 
     #[test]

@@ -6,10 +6,11 @@ use polars::prelude::*;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use talus_io::{Crs, read_table};
+use talus_schema::file_names as names;
 use talus_schema::{blocks, diff, run, terrain};
 
 /// Where the inputs are.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Inputs {
     /// `talus run` output directory (`final.parquet`, `trajectories.parquet`,
     /// `energies.parquet`, `diagnostics.parquet`).
@@ -30,12 +31,12 @@ impl Inputs {
             .map(|n| self.run_dir.join(format!("{n}.parquet")))
             .collect();
         if let Some(d) = &self.diff_dir {
-            v.push(d.join("dod.parquet"));
-            v.push(d.join("zones.parquet"));
+            v.push(d.join(names::diff::DOD));
+            v.push(d.join(names::diff::ZONES));
         }
         if let Some(d) = &self.terrain_dir {
-            v.push(d.join("vertices.parquet"));
-            v.push(d.join("triangles.parquet"));
+            v.push(d.join(names::terrain::VERTICES));
+            v.push(d.join(names::terrain::TRIANGLES));
         }
         if let Some(b) = &self.blocks {
             v.push(b.clone());
@@ -272,13 +273,13 @@ fn require(path: PathBuf) -> Result<PathBuf, Error> {
 
 /// Read every input.
 pub fn load(inputs: &Inputs) -> Result<Data, Error> {
-    let final_path = require(inputs.run_dir.join("final.parquet"))?;
+    let final_path = require(inputs.run_dir.join(names::run::FINAL))?;
     let final_table_meta = talus_io::read_metadata(&final_path)?;
     let prov = talus_io::Provenance::from_metadata(&final_table_meta);
     let final_blocks = Blocks::read(&final_path)?;
-    let trajectories = read_trajectories(&require(inputs.run_dir.join("trajectories.parquet"))?)?;
-    let energies = read_energies(&require(inputs.run_dir.join("energies.parquet"))?)?;
-    let diagnostics = read_diagnostics(&require(inputs.run_dir.join("diagnostics.parquet"))?)?;
+    let trajectories = read_trajectories(&require(inputs.run_dir.join(names::run::TRAJECTORIES))?)?;
+    let energies = read_energies(&require(inputs.run_dir.join(names::run::ENERGIES))?)?;
+    let diagnostics = read_diagnostics(&require(inputs.run_dir.join(names::run::DIAGNOSTICS))?)?;
     let (initial_blocks, initial_source) = match &inputs.blocks {
         Some(p) => (
             Blocks::read(&require(p.clone())?)?,
@@ -290,15 +291,16 @@ pub fn load(inputs: &Inputs) -> Result<Data, Error> {
         ),
     };
     let survey = match &inputs.diff_dir {
-        Some(d) => {
-            Some(read_survey(&require(d.join("dod.parquet"))?, &require(d.join("zones.parquet"))?)?)
-        }
+        Some(d) => Some(read_survey(
+            &require(d.join(names::diff::DOD))?,
+            &require(d.join(names::diff::ZONES))?,
+        )?),
         None => None,
     };
     let terrain = match &inputs.terrain_dir {
         Some(d) => Some(read_terrain(
-            &require(d.join("vertices.parquet"))?,
-            &require(d.join("triangles.parquet"))?,
+            &require(d.join(names::terrain::VERTICES))?,
+            &require(d.join(names::terrain::TRIANGLES))?,
         )?),
         None => None,
     };

@@ -29,6 +29,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+use talus_schema::file_names::compare as names;
 
 pub mod deposit;
 pub mod figures;
@@ -151,11 +152,11 @@ impl Outputs {
     /// The standard layout under `dir`.
     pub fn in_dir(dir: &Path) -> Self {
         Outputs {
-            metrics_parquet: dir.join("metrics.parquet"),
-            metrics_json: dir.join("metrics.json"),
-            thickness: dir.join("thickness.parquet"),
-            figures: dir.join("figures"),
-            report: dir.join("report.html"),
+            metrics_parquet: dir.join(names::METRICS_PARQUET),
+            metrics_json: dir.join(names::METRICS_JSON),
+            thickness: dir.join(names::THICKNESS),
+            figures: dir.join(names::FIGURES),
+            report: dir.join(names::REPORT),
         }
     }
 }
@@ -208,4 +209,21 @@ pub fn run(
         figures: figs.iter().map(|f| f.file.clone()).collect(),
         report: out.report,
     })
+}
+
+/// The metrics and figures, as `talus compare` reports them.
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self;
+        write!(
+            f,
+            "compare: {} blocks, {} of {} metrics applicable{}, {} figures; report {}",
+            s.blocks,
+            s.metrics_applicable,
+            s.metrics_total,
+            s.deposit_iou.map(|v| format!(", deposit IoU {v:.3}")).unwrap_or_default(),
+            s.figures.len(),
+            s.report.display()
+        )
+    }
 }

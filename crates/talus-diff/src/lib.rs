@@ -315,8 +315,7 @@ fn median(v: &mut [f64]) -> f64 {
 
 /// The output files of a run in `out_dir`.
 pub fn output_paths(out_dir: &Path) -> [PathBuf; 5] {
-    ["dod.parquet", "zones.parquet", "m3c2.parquet", "c2c.parquet", "summary.json"]
-        .map(|n| out_dir.join(n))
+    talus_schema::file_names::in_dir(out_dir, talus_schema::file_names::diff::ALL)
 }
 
 /// Read two points tables, difference them, write every output into `out_dir`.
@@ -368,4 +367,55 @@ fn check_crs(
         });
     }
     Ok(a.clone().or_else(|| b.clone()))
+}
+
+/// The grid, volumes and zones, as `talus diff` reports them.
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self;
+        write!(
+            f,
+            "diff: {} + {} points ({}), {} x {} cells of {} m, {} compared, {} significant (LoD median {:.3} m)",
+            s.points_pre,
+            s.points_post,
+            s.crs,
+            s.grid.nx,
+            s.grid.ny,
+            s.grid.cell,
+            s.cells_compared,
+            s.cells_significant,
+            s.lod_median
+        )?;
+        write!(
+            f,
+            "\n  loss {:.1} ± {:.1} m³, gain {:.1} ± {:.1} m³, net {:+.1} m³",
+            s.loss.volume, s.loss.error, s.gain.volume, s.gain.error, s.net_volume
+        )?;
+        for z in &s.zones {
+            write!(
+                f,
+                "\n  zone {} {}: {:.0} m², {:.1} ± {:.1} m³",
+                z.zone_id,
+                z.kind.name(),
+                z.area,
+                z.volume.volume,
+                z.volume.error
+            )?;
+        }
+        if s.m3c2.core_points > 0 {
+            write!(
+                f,
+                "\n  M3C2: {} core points, {} valid, {} significant, {} flagged",
+                s.m3c2.core_points, s.m3c2.valid, s.m3c2.significant, s.m3c2.flagged
+            )?;
+        }
+        if s.c2c.points > 0 {
+            write!(
+                f,
+                "\n  C2C: {} points, median distance {:.3} m",
+                s.c2c.points, s.c2c.median_distance
+            )?;
+        }
+        Ok(())
+    }
 }

@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 use talus_io::{Crs, IoError, ParquetSink, Progress, Provenance};
+use talus_schema::file_names as names;
 
 /// Errors of `talus run`; messages name the file and the problem.
 #[derive(Debug, thiserror::Error)]
@@ -132,8 +133,8 @@ pub fn read_blocks(path: &Path) -> Result<BlocksInput, Error> {
 
 /// Read a terrain directory (vertices.parquet + triangles.parquet, talus_schema::terrain).
 pub fn read_terrain(dir: &Path) -> Result<Tin, Error> {
-    let vp = dir.join("vertices.parquet");
-    let tp = dir.join("triangles.parquet");
+    let vp = dir.join(names::terrain::VERTICES);
+    let tp = dir.join(names::terrain::TRIANGLES);
     let v = talus_io::read_table(&vp, &talus_schema::terrain::vertices_schema())?;
     let t = talus_io::read_table(&tp, &talus_schema::terrain::triangles_schema())?;
     let (vid, x, y, z) = (v.u32s("id")?, v.f64s("x")?, v.f64s("y")?, v.f64s("z")?);
@@ -405,9 +406,9 @@ struct Pending {
 
 fn segment_paths(dir: &Path) -> [PathBuf; 3] {
     [
-        dir.join("trajectories.parquet"),
-        dir.join("energies.parquet"),
-        dir.join("diagnostics.parquet"),
+        dir.join(names::run::TRAJECTORIES),
+        dir.join(names::run::ENERGIES),
+        dir.join(names::run::DIAGNOSTICS),
     ]
 }
 
@@ -556,7 +557,7 @@ fn checkpoint_dirs(root: &Path) -> Vec<(u64, PathBuf)> {
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
             let n = name.strip_prefix("step_")?.parse::<u64>().ok()?;
-            e.path().join("state.json").exists().then_some((n, e.path()))
+            e.path().join(names::run::CHECKPOINT_META).exists().then_some((n, e.path()))
         })
         .collect();
     v.sort();
@@ -580,8 +581,8 @@ pub fn run(
     let tin = terrain_dir.map(read_terrain).transpose()?;
     let mut inputs: Vec<PathBuf> = vec![blocks_path.to_path_buf()];
     if let Some(d) = terrain_dir {
-        inputs.push(d.join("vertices.parquet"));
-        inputs.push(d.join("triangles.parquet"));
+        inputs.push(d.join(names::terrain::VERTICES));
+        inputs.push(d.join(names::terrain::TRIANGLES));
     }
     let prov = Provenance::new("run", env!("CARGO_PKG_VERSION"), config)
         .with_inputs(&inputs)?
@@ -597,7 +598,7 @@ pub fn run(
     }
     summary.initial_energy = sim.totals.initial_energy;
 
-    let ckpt_root = out_dir.join("checkpoints");
+    let ckpt_root = out_dir.join(names::run::CHECKPOINTS);
     if !resume {
         // A fresh run: checkpoints of an earlier run in this directory are not ours.
         let _ = std::fs::remove_dir_all(&ckpt_root);
@@ -621,7 +622,7 @@ pub fn run(
         let Some((last, last_dir)) = dirs.last().cloned() else {
             return Err(Error::Resume { path: ckpt_root, message: "no checkpoint found".into() });
         };
-        let text = std::fs::read_to_string(last_dir.join("state.json"))
+        let text = std::fs::read_to_string(last_dir.join(names::run::CHECKPOINT_META))
             .map_err(|e| Error::Resume { path: last_dir.clone(), message: e.to_string() })?;
         let st: CheckpointState = serde_json::from_str(&text)
             .map_err(|e| Error::Resume { path: last_dir.clone(), message: e.to_string() })?;
@@ -632,7 +633,7 @@ pub fn run(
                     .into(),
             });
         }
-        let state = read_blocks(&last_dir.join("state.parquet"))?;
+        let state = read_blocks(&last_dir.join(names::run::CHECKPOINT_STATE))?;
         sim.blocks = state.blocks;
         sim.step = st.step;
         let b = st.totals_bits.map(f64::from_bits);
@@ -788,7 +789,7 @@ pub fn run(
             done.energy.finish()?;
             done.diag.finish()?;
             talus_io::write_parquet(
-                &cur_dir.join("state.parquet"),
+                &cur_dir.join(names::run::CHECKPOINT_STATE),
                 Arc::new(talus_schema::blocks::schema()),
                 &[blocks_batch(&sim.blocks, &densities)],
                 &prov,
@@ -818,7 +819,7 @@ pub fn run(
                 summary: sum,
             };
             let json = serde_json::to_vec(&st).map_err(|e| input_err(&cur_dir, e.to_string()))?;
-            talus_io::AtomicFile::write_all(&cur_dir.join("state.json"), &json)?;
+            talus_io::AtomicFile::write_all(&cur_dir.join(names::run::CHECKPOINT_META), &json)?;
             let target = ckpt_root.join(format!("step_{step:010}"));
             let _ = std::fs::remove_dir_all(&target);
             std::fs::rename(&cur_dir, &target).map_err(|e| input_err(&target, e.to_string()))?;
@@ -835,7 +836,7 @@ pub fn run(
     main.diag.finish()?;
     let fprov = blocks_provenance(&prov, &sim.blocks, input.crs.as_ref());
     talus_io::write_parquet(
-        &out_dir.join("final.parquet"),
+        &out_dir.join(names::run::FINAL),
         Arc::new(talus_schema::blocks::schema()),
         &[blocks_batch(&sim.blocks, &densities)],
         &fprov,
@@ -849,4 +850,33 @@ pub fn run(
     summary.dissipated = sim.totals.dissipated;
     summary.wall_seconds = wall.elapsed().as_secs_f64();
     Ok(summary)
+}
+
+/// The run's outcome, as `talus run` reports it.
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self;
+        if let Some(step) = s.resumed_from {
+            writeln!(f, "  resumed from the checkpoint of step {step}")?;
+        }
+        write!(
+            f,
+            "run: {} blocks, {} steps ({:.3} s simulated) in {:.1} s; {} active at the end, {} left the terrain; \
+             at most {} contacts, max penetration {:.4} m; {} QP failures, {} fallbacks; energy: initial {:.4e} J, \
+             final kinetic {:.4e} J, dissipated {:.4e} J",
+            s.blocks,
+            s.steps,
+            s.time,
+            s.wall_seconds,
+            s.active_blocks,
+            s.deactivated,
+            s.max_contacts,
+            s.max_penetration,
+            s.failed_qps,
+            s.fallbacks,
+            s.initial_energy,
+            s.final_kinetic,
+            s.dissipated
+        )
+    }
 }

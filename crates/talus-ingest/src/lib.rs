@@ -604,3 +604,46 @@ impl Stats {
         }
     }
 }
+
+/// What was read and written, as `talus ingest` reports it (one line per input file,
+/// then the totals).
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for i in &self.inputs {
+            writeln!(
+                f,
+                "  {}: LAS {} format {}{}, {} points, CRS {}",
+                i.file,
+                i.version,
+                i.point_format,
+                if i.compressed { " (LAZ)" } else { "" },
+                i.points,
+                i.crs
+            )?;
+        }
+        if !self.dropped_columns.is_empty() {
+            writeln!(
+                f,
+                "  columns not in every input, left out: {}",
+                self.dropped_columns.join(", ")
+            )?;
+        }
+        let classes: Vec<String> =
+            self.class_counts.iter().map(|(c, n)| format!("{c}: {n}")).collect();
+        let b = &self.bounds;
+        write!(
+            f,
+            "ingest: {} of {} points written (CRS {}; classes {{{}}}; x [{:.3}, {:.3}], y [{:.3}, {:.3}], z [{:.3}, {:.3}])",
+            self.points_written,
+            self.points_read,
+            self.crs,
+            classes.join(", "),
+            b[0],
+            b[3],
+            b[1],
+            b[4],
+            b[2],
+            b[5]
+        )
+    }
+}

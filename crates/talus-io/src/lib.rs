@@ -341,6 +341,11 @@ pub fn sha256_file(path: &Path) -> Result<String> {
     Ok(format!("{:x}", hasher.finalize()))
 }
 
+/// SHA-256 of bytes, lowercase hex (equal to [`sha256_file`] of a file holding them).
+pub fn sha256_bytes(bytes: &[u8]) -> String {
+    format!("{:x}", Sha256::digest(bytes))
+}
+
 /// A file written beside its destination and renamed into place on [`AtomicFile::commit`].
 /// Dropped without commit, the temporary file is removed and the destination is untouched.
 pub struct AtomicFile {

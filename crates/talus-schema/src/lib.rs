@@ -12,6 +12,7 @@ use std::collections::HashMap;
 pub mod blocks;
 pub mod compare;
 pub mod diff;
+pub mod file_names;
 pub mod formats;
 pub mod points;
 pub mod run;

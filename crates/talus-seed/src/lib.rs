@@ -204,6 +204,10 @@ pub struct Summary {
     pub scar_cells: usize,
     /// Scar cells where the post-event surface is above the pre-event one (warning).
     pub crossing_cells: usize,
+    /// The `min_inside` in force (below 1, blocks may stick out of the void); not in
+    /// the recorded summary, which the configuration already holds.
+    #[serde(skip)]
+    pub min_inside: f64,
 }
 
 /// Read the void: the DoD grid restricted to the scar polygons. Returns the void, the
@@ -415,6 +419,7 @@ pub fn seed_above(
         azimuth_deg: azimuth.to_degrees(),
         scar_cells: cells,
         crossing_cells: crossing,
+        min_inside: config.min_inside,
     };
     Ok(Seeding { blocks, summary })
 }
@@ -558,7 +563,8 @@ pub fn run(
     let s = seed_above(config, &void, Some(&outline), tin.as_ref(), dod, progress)?;
     let mut inputs = vec![dod.to_path_buf(), zones.to_path_buf()];
     if let Some(dir) = terrain {
-        inputs.extend([dir.join("vertices.parquet"), dir.join("triangles.parquet")]);
+        inputs
+            .extend(talus_schema::file_names::in_dir(dir, talus_schema::file_names::terrain::TIN));
     }
     let prov = Provenance::new("seed", env!("CARGO_PKG_VERSION"), config)
         .with_inputs(&inputs)?
@@ -600,4 +606,56 @@ pub fn import_thesis(
     }
     let volume: f64 = blocks.iter().map(Block::volume).sum();
     Ok(ImportSummary { blocks: blocks.len(), volume, mass: volume * config.density })
+}
+
+/// The blocks placed and the fill, as `talus seed` reports them (warnings first).
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self;
+        if s.crossing_cells > 0 {
+            writeln!(
+                f,
+                "warning: the post-event surface is above the pre-event one in {} of {} scar cells (counted as empty)",
+                s.crossing_cells, s.scar_cells
+            )?;
+        }
+        let classes: Vec<String> = s
+            .classes
+            .iter()
+            .map(|c| {
+                format!("{} x [{:.3}, {:.3}, {:.3}] m", c.blocks, c.size[0], c.size[1], c.size[2])
+            })
+            .collect();
+        write!(
+            f,
+            "seed: {} blocks ({}), azimuth {:.1}°; seeded {:.0} m³ of {:.0} m³ to fill = {:.1} %",
+            s.blocks,
+            classes.join(", "),
+            s.azimuth_deg,
+            s.seeded_volume,
+            s.volume_to_fill,
+            100.0 * s.fill_fraction
+        )?;
+        if s.min_inside < 1.0 {
+            write!(
+                f,
+                "\nseed: {:.0} m³ of the blocks lie below the pre-event surface ({:.1} % of the volume to fill; min_inside = {})",
+                s.volume_in_void,
+                100.0 * s.volume_in_void / s.volume_to_fill.max(f64::MIN_POSITIVE),
+                s.min_inside
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// The imported blocks, as `talus seed --thesis-dir` reports them.
+impl std::fmt::Display for ImportSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "seed: imported {} blocks ({:.3} m³, {:.4e} kg)",
+            self.blocks, self.volume, self.mass
+        )
+    }
 }

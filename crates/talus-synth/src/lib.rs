@@ -39,6 +39,7 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use talus_io::{AtomicFile, Crs, Progress, Provenance};
+use talus_schema::file_names::synth as names;
 
 /// Errors of `talus synth`.
 #[derive(Debug, thiserror::Error)]
@@ -62,10 +63,6 @@ pub enum Error {
 }
 
 /// Output file names inside the output directory.
-pub const PRE_FILE: &str = "pre.laz";
-pub const POST_FILE: &str = "post.laz";
-pub const TRUTH_PARQUET: &str = "truth.parquet";
-pub const TRUTH_JSON: &str = "truth.json";
 
 /// What `talus synth` produced.
 #[derive(Debug, Clone, Serialize)]
@@ -198,20 +195,45 @@ pub fn write_outputs(g: &Generated, out_dir: &Path) -> Result<(), Error> {
     let prov = Provenance::new("synth", env!("CARGO_PKG_VERSION"), &g.doc.config)
         .with_crs(Some(crs))
         .with_extra(talus_schema::diff::GRID_KEY, g.truth.grid_json().to_string());
-    let batches = g
-        .truth
-        .batches()
-        .map_err(|e| Error::Output { path: out_dir.join(TRUTH_PARQUET), message: e.to_string() })?;
+    let batches = g.truth.batches().map_err(|e| Error::Output {
+        path: out_dir.join(names::TRUTH_PARQUET),
+        message: e.to_string(),
+    })?;
     talus_io::write_parquet(
-        &out_dir.join(TRUTH_PARQUET),
+        &out_dir.join(names::TRUTH_PARQUET),
         Arc::new(truth::schema()),
         &batches,
         &prov,
     )?;
-    let json = serde_json::to_vec_pretty(&g.doc)
-        .map_err(|e| Error::Output { path: out_dir.join(TRUTH_JSON), message: e.to_string() })?;
-    AtomicFile::write_all(&out_dir.join(TRUTH_JSON), &json)?;
-    AtomicFile::write_all(&out_dir.join(PRE_FILE), &g.pre)?;
-    AtomicFile::write_all(&out_dir.join(POST_FILE), &g.post)?;
+    let json = serde_json::to_vec_pretty(&g.doc).map_err(|e| Error::Output {
+        path: out_dir.join(names::TRUTH_JSON),
+        message: e.to_string(),
+    })?;
+    AtomicFile::write_all(&out_dir.join(names::TRUTH_JSON), &json)?;
+    AtomicFile::write_all(&out_dir.join(names::PRE), &g.pre)?;
+    AtomicFile::write_all(&out_dir.join(names::POST), &g.post)?;
     Ok(())
+}
+
+/// The surveys and the truth, as `talus synth` reports them.
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self;
+        write!(
+            f,
+            "synth: {} pre-event points, {} post-event points\n\
+             synth: scar {:.0} m³ (max deficit {:.1} m, cliff top retreat {:.1} m), deposit {:.0} m³ \
+             (max thickness {:.1} m, runout {:.0} m at travel angle {:.1}°), net {:.0} m³",
+            s.pre.points,
+            s.post.points,
+            s.scar_volume,
+            s.max_deficit,
+            s.retreat_max,
+            s.deposit_volume,
+            s.max_thickness,
+            s.runout,
+            s.travel_angle,
+            s.net_volume
+        )
+    }
 }

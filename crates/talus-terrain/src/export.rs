@@ -7,6 +7,7 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 use talus_io::{AtomicFile, IoError, Provenance};
+use talus_schema::file_names::terrain as names;
 
 /// Vertices as a record batch.
 pub fn vertices_batch(tin: &Tin) -> RecordBatch {
@@ -101,9 +102,9 @@ pub fn write_obj(tin: &Tin, path: &Path) -> Result<(), IoError> {
 pub fn write_all(tin: &Tin, dir: &Path, prov: &Provenance, obj: bool) -> Result<f64, IoError> {
     let vb = vertices_batch(tin);
     let (tb, area) = triangles_batch(tin);
-    talus_io::write_parquet(&dir.join("vertices.parquet"), vb.schema(), &[vb], prov)?;
-    talus_io::write_parquet(&dir.join("triangles.parquet"), tb.schema(), &[tb], prov)?;
-    write_ply(tin, &dir.join("terrain.ply"))?;
+    talus_io::write_parquet(&dir.join(names::VERTICES), vb.schema(), &[vb], prov)?;
+    talus_io::write_parquet(&dir.join(names::TRIANGLES), tb.schema(), &[tb], prov)?;
+    write_ply(tin, &dir.join(names::PLY))?;
     if obj {
         write_obj(tin, &dir.join("terrain.obj"))?;
     }
@@ -114,11 +115,11 @@ pub fn write_all(tin: &Tin, dir: &Path, prov: &Provenance, obj: bool) -> Result<
 /// rebuilt from shared edges).
 pub fn read_tin(dir: &Path) -> Result<Tin, IoError> {
     let v = talus_io::read_table(
-        &dir.join("vertices.parquet"),
+        &dir.join(names::VERTICES),
         &talus_schema::terrain::vertices_schema(),
     )?;
     let t = talus_io::read_table(
-        &dir.join("triangles.parquet"),
+        &dir.join(names::TRIANGLES),
         &talus_schema::terrain::triangles_schema(),
     )?;
     let (x, y, z) = (v.f64s("x")?, v.f64s("y")?, v.f64s("z")?);

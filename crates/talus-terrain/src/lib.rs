@@ -451,3 +451,30 @@ pub fn run(
         bed,
     })
 }
+
+/// The TIN and its misfit, as `talus terrain` reports them.
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self;
+        if let Some(b) = &s.bed {
+            writeln!(
+                f,
+                "terrain: bed surface: {} post-event points inside the deposit zones ({} polygons) replaced by {} pre-event points",
+                b.post_points_dropped, b.deposit_polygons, b.pre_points_used
+            )?;
+        }
+        write!(
+            f,
+            "terrain: {} vertices, {} triangles from {} of {} points ({} duplicates merged); {:.0} m² planimetric, {:.0} m² surface; misfit of left-out points max {:.3} m, rms {:.3} m",
+            s.vertices,
+            s.triangles,
+            s.points_kept,
+            s.points_read,
+            s.duplicates_merged,
+            s.area_2d,
+            s.area_3d,
+            s.misfit.max_error,
+            s.misfit.rms_error
+        )
+    }
+}

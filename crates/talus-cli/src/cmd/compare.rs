@@ -35,7 +35,7 @@ pub fn options_help() -> String {
 fn site_info(path: Option<&PathBuf>) -> Result<talus_compare::SiteInfo, CmdError> {
     let Some(path) = path else { return Ok(Default::default()) };
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let table = crate::config::read_toml(path)?;
+    let table = talus_pipeline::options::read_toml(path)?;
     let site = table.get("site").and_then(|s| s.as_table());
     let get = |k: &str| {
         site.and_then(|s| s.get(k)).and_then(|v| v.as_str()).unwrap_or_default().to_string()
@@ -62,14 +62,6 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
     };
     let bars = crate::progress::Bars::new(ctx.quiet);
     let s = talus_compare::run(&config, &inputs, &site, &args.out_dir, &bars)?;
-    ctx.say(format!(
-        "compare: {} blocks, {} of {} metrics applicable{}, {} figures; report {}",
-        s.blocks,
-        s.metrics_applicable,
-        s.metrics_total,
-        s.deposit_iou.map(|v| format!(", deposit IoU {v:.3}")).unwrap_or_default(),
-        s.figures.len(),
-        s.report.display()
-    ));
+    ctx.say(s.to_string());
     Ok(())
 }

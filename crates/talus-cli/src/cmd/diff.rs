@@ -31,36 +31,6 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
     config.validate()?;
     let bars = crate::progress::Bars::new(ctx.quiet);
     let s = talus_diff::run(&config, &args.pre, &args.post, &args.out_dir, &bars)?;
-    ctx.say(format!(
-        "diff: {} + {} points ({}), {} x {} cells of {} m, {} compared, {} significant (LoD median {:.3} m)",
-        s.points_pre, s.points_post, s.crs, s.grid.nx, s.grid.ny, s.grid.cell, s.cells_compared, s.cells_significant, s.lod_median
-    ));
-    ctx.say(format!(
-        "  loss {:.1} ± {:.1} m³, gain {:.1} ± {:.1} m³, net {:+.1} m³",
-        s.loss.volume, s.loss.error, s.gain.volume, s.gain.error, s.net_volume
-    ));
-    for z in &s.zones {
-        ctx.say(format!(
-            "  zone {} {}: {:.0} m², {:.1} ± {:.1} m³",
-            z.zone_id,
-            z.kind.name(),
-            z.area,
-            z.volume.volume,
-            z.volume.error
-        ));
-    }
-    if s.m3c2.core_points > 0 {
-        ctx.say(format!(
-            "  M3C2: {} core points, {} valid, {} significant, {} flagged",
-            s.m3c2.core_points, s.m3c2.valid, s.m3c2.significant, s.m3c2.flagged
-        ));
-    }
-    if s.c2c.points > 0 {
-        ctx.say(format!(
-            "  C2C: {} points, median distance {:.3} m",
-            s.c2c.points, s.c2c.median_distance
-        ));
-    }
-    ctx.say(format!("  wrote {}", args.out_dir.display()));
+    ctx.say(format!("{s}\n  wrote {}", args.out_dir.display()));
     Ok(())
 }

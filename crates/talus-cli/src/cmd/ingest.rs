@@ -28,37 +28,6 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
     let out = args.out.ok_or("--out OUT.parquet is required")?;
     let bars = crate::progress::Bars::new(ctx.quiet);
     let s = talus_ingest::run(&config, &args.inputs, &out, &bars)?;
-    for i in &s.inputs {
-        ctx.say(format!(
-            "  {}: LAS {} format {}{}, {} points, CRS {}",
-            i.file,
-            i.version,
-            i.point_format,
-            if i.compressed { " (LAZ)" } else { "" },
-            i.points,
-            i.crs
-        ));
-    }
-    if !s.dropped_columns.is_empty() {
-        ctx.say(format!(
-            "  columns not in every input, left out: {}",
-            s.dropped_columns.join(", ")
-        ));
-    }
-    let classes: Vec<String> = s.class_counts.iter().map(|(c, n)| format!("{c}: {n}")).collect();
-    ctx.say(format!(
-        "ingest: {} of {} points written to {} (CRS {}; classes {{{}}}; x [{:.3}, {:.3}], y [{:.3}, {:.3}], z [{:.3}, {:.3}])",
-        s.points_written,
-        s.points_read,
-        out.display(),
-        s.crs,
-        classes.join(", "),
-        s.bounds[0],
-        s.bounds[3],
-        s.bounds[1],
-        s.bounds[4],
-        s.bounds[2],
-        s.bounds[5]
-    ));
+    ctx.say(format!("{s} -> {}", out.display()));
     Ok(())
 }

@@ -37,27 +37,6 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
     let out = args.out_dir.ok_or("--out-dir D is required")?;
     let bars = crate::progress::Bars::new(ctx.quiet);
     let s = talus_engine::run(&config, &blocks, args.terrain.as_deref(), &out, args.resume, &bars)?;
-    if let Some(step) = s.resumed_from {
-        ctx.say(format!("  resumed from the checkpoint of step {step}"));
-    }
-    ctx.say(format!(
-        "run: {} blocks, {} steps ({:.3} s simulated) in {:.1} s; {} active at the end, {} left the terrain; \
-         at most {} contacts, max penetration {:.4} m; {} QP failures, {} fallbacks; energy: initial {:.4e} J, \
-         final kinetic {:.4e} J, dissipated {:.4e} J; outputs in {}",
-        s.blocks,
-        s.steps,
-        s.time,
-        s.wall_seconds,
-        s.active_blocks,
-        s.deactivated,
-        s.max_contacts,
-        s.max_penetration,
-        s.failed_qps,
-        s.fallbacks,
-        s.initial_energy,
-        s.final_kinetic,
-        s.dissipated,
-        out.display()
-    ));
+    ctx.say(format!("{s}; outputs in {}", out.display()));
     Ok(())
 }

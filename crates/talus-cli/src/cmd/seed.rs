@@ -50,14 +50,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
     if let (Some(dir), Some(n)) = (&args.thesis_dir, args.thesis_n) {
         let s =
             talus_seed::import_thesis(&config, dir, n, &args.out, args.export_thesis.as_deref())?;
-        ctx.say(format!(
-            "seed: imported {} blocks ({:.3} m³, {:.4e} kg) from {} -> {}",
-            s.blocks,
-            s.volume,
-            s.mass,
-            dir.display(),
-            args.out.display()
-        ));
+        ctx.say(format!("{s} from {} -> {}", dir.display(), args.out.display()));
         return Ok(());
     }
     let (Some(dod), Some(zones)) = (&args.dod, &args.zones) else {
@@ -73,34 +66,6 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
         args.export_thesis.as_deref(),
         &progress,
     )?;
-    if s.crossing_cells > 0 {
-        ctx.say(format!(
-            "warning: the post-event surface is above the pre-event one in {} of {} scar cells (counted as empty)",
-            s.crossing_cells, s.scar_cells
-        ));
-    }
-    let classes: Vec<String> = s
-        .classes
-        .iter()
-        .map(|c| format!("{} x [{:.3}, {:.3}, {:.3}] m", c.blocks, c.size[0], c.size[1], c.size[2]))
-        .collect();
-    ctx.say(format!(
-        "seed: {} blocks ({}), azimuth {:.1}°; seeded {:.0} m³ of {:.0} m³ to fill = {:.1} % -> {}",
-        s.blocks,
-        classes.join(", "),
-        s.azimuth_deg,
-        s.seeded_volume,
-        s.volume_to_fill,
-        100.0 * s.fill_fraction,
-        args.out.display()
-    ));
-    if config.min_inside < 1.0 {
-        ctx.say(format!(
-            "seed: {:.0} m³ of the blocks lie below the pre-event surface ({:.1} % of the volume to fill; min_inside = {})",
-            s.volume_in_void,
-            100.0 * s.volume_in_void / s.volume_to_fill.max(f64::MIN_POSITIVE),
-            config.min_inside
-        ));
-    }
+    ctx.say(format!("{s} -> {}", args.out.display()));
     Ok(())
 }

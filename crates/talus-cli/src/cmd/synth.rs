@@ -34,23 +34,6 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
     config.validate()?;
     let progress = crate::progress::Bars::new(ctx.quiet);
     let s = talus_synth::run(&config, &args.out_dir, &progress)?;
-    ctx.say(format!(
-        "synth: {} pre-event points, {} post-event points -> {}",
-        s.pre.points,
-        s.post.points,
-        args.out_dir.display()
-    ));
-    ctx.say(format!(
-        "synth: scar {:.0} m³ (max deficit {:.1} m, cliff top retreat {:.1} m), deposit {:.0} m³ \
-         (max thickness {:.1} m, runout {:.0} m at travel angle {:.1}°), net {:.0} m³",
-        s.scar_volume,
-        s.max_deficit,
-        s.retreat_max,
-        s.deposit_volume,
-        s.max_thickness,
-        s.runout,
-        s.travel_angle,
-        s.net_volume
-    ));
+    ctx.say(format!("{s} -> {}", args.out_dir.display()));
     Ok(())
 }

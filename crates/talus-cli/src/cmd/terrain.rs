@@ -42,24 +42,6 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
         &args.out_dir,
         &progress,
     )?;
-    if let Some(b) = s.bed {
-        ctx.say(format!(
-            "terrain: bed surface: {} post-event points inside the deposit zones ({} polygons) replaced by {} pre-event points",
-            b.post_points_dropped, b.deposit_polygons, b.pre_points_used
-        ));
-    }
-    ctx.say(format!(
-        "terrain: {} vertices, {} triangles from {} of {} points ({} duplicates merged); {:.0} m² planimetric, {:.0} m² surface; misfit of left-out points max {:.3} m, rms {:.3} m -> {}",
-        s.vertices,
-        s.triangles,
-        s.points_kept,
-        s.points_read,
-        s.duplicates_merged,
-        s.area_2d,
-        s.area_3d,
-        s.misfit.max_error,
-        s.misfit.rms_error,
-        args.out_dir.display()
-    ));
+    ctx.say(format!("{s} -> {}", args.out_dir.display()));
     Ok(())
 }

@@ -1,0 +1,376 @@
+//! The ensemble on top of `talus-pipeline`: the stages no varied parameter touches run
+//! once into `OUT/shared/`; each member runs `seed` (if a `seed.` option varies), `run`
+//! and `compare` into `OUT/members/NNNN/` on its own typed site (the site's tables with
+//! the member's values, also written as that directory's `site.toml` for the record),
+//! then writes its `row.parquet`; the collection gathers the rows.
+//!
+//! Members run in this process, `jobs` at once, each in its own rayon pool of
+//! `cores / jobs` threads (outputs do not depend on the thread count); `--member I`
+//! runs one member alone (one process per member, e.g. a Slurm array).
+
+use crate::table::{self, Metrics, Row, Status};
+use crate::{BaseBlocks, Config, Error, Member, Parameter};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+use talus_pipeline::{Context, Layout, Manifest, Outcome, RunOptions, Site, Stage, StageName};
+use talus_schema::file_names::calibrate as names;
+
+impl Config {
+    /// The `[calibrate]` table of a site, typed and validated (`None` without one).
+    pub fn from_site(site: &Site) -> Result<Option<Config>, Error> {
+        let Some(table) = site.file.calibrate.clone() else { return Ok(None) };
+        let origin = format!(" ({})", site.path.display());
+        let config: Config = talus_pipeline::options::from_table(table, "calibrate", &origin)
+            .map_err(|e| Error::Ensemble(e.to_string()))?;
+        config.validate().map_err(|e| Error::Ensemble(format!("{}: {e}", site.path.display())))?;
+        Ok(Some(config))
+    }
+}
+
+/// A calibration, checked whole before any stage runs: the site, its `[calibrate]`
+/// options, and every member's site.
+pub struct Ensemble {
+    pub site: Site,
+    pub config: Config,
+    pub params: Vec<Parameter>,
+    base: BaseBlocks,
+    /// The calibration directory.
+    pub out: PathBuf,
+    /// The stages each member runs.
+    member_stages: Vec<StageName>,
+}
+
+/// A member's summary line.
+pub fn describe(row: &Row) -> String {
+    if row.status == Status::Ok {
+        format!(
+            "score {:.4}, deposit IoU {:.3}, runout error {:.3}, thickness RMSE {:.2} m",
+            row.score,
+            row.metrics.deposit_iou,
+            row.metrics.runout_error(),
+            row.metrics.thickness_rmse
+        )
+    } else {
+        format!("failed: {}", row.error)
+    }
+}
+
+/// What the collection found and wrote.
+#[derive(Debug)]
+pub struct Collected {
+    pub rows: Vec<Row>,
+    /// Index into `rows` of the best member.
+    pub best: Option<usize>,
+    pub summary: crate::report::Summary,
+}
+
+impl Ensemble {
+    /// Check the site and its `[calibrate]` table, and every member's options.
+    pub fn new(site: Site, out: &Path) -> Result<Self, Error> {
+        if matches!(site.inputs, talus_pipeline::Inputs::Thesis { .. }) {
+            return Err(Error::Ensemble(format!(
+                "{}: calibration needs surveys to compare with; this is a thesis-heap site",
+                site.path.display()
+            )));
+        }
+        let config = Config::from_site(&site)?.ok_or_else(|| {
+            Error::Ensemble(format!("{}: no [calibrate] table", site.path.display()))
+        })?;
+        let base = BaseBlocks {
+            size: site.file.seed.size,
+            extra_sizes: site.file.seed.extra_sizes.clone(),
+        };
+        let params = crate::parameters(&config);
+        let mut member_stages = vec![StageName::Run, StageName::Compare];
+        if config.varies_seed() {
+            member_stages.insert(0, StageName::Seed);
+        }
+        let e = Ensemble { site, config, params, base, out: out.to_path_buf(), member_stages };
+        for m in crate::members(&e.config) {
+            e.member_site(&m)?;
+        }
+        Ok(e)
+    }
+
+    /// Members of the search.
+    pub fn len(&self) -> usize {
+        crate::member_count(&self.config)
+    }
+
+    /// Whether the search has no member (refused by validation).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn shared_layout(&self) -> Layout {
+        Layout::under(&self.out.join(names::SHARED))
+    }
+
+    fn member_dir(&self, i: usize) -> PathBuf {
+        self.out.join(names::MEMBERS).join(format!("{i:04}"))
+    }
+
+    /// Member i's row.
+    pub fn row_path(&self, i: usize) -> PathBuf {
+        self.member_dir(i).join(names::ROW)
+    }
+
+    /// Member m's site: the site's tables with the member's values, typed and checked.
+    fn member_site(&self, m: &Member) -> Result<Site, Error> {
+        let table = crate::sample::apply(&self.site.raw, &self.params, m, &self.base)?;
+        let text = format!(
+            "# Member {} of the calibration of {} (talus calibrate): {}\n{}",
+            m.index,
+            self.site.path.display(),
+            self.params
+                .iter()
+                .zip(&m.values)
+                .map(|(p, v)| format!("{} = {v}", p.name))
+                .collect::<Vec<_>>()
+                .join(", "),
+            toml::to_string(&table).map_err(|e| Error::Ensemble(e.to_string()))?
+        );
+        let path = self.member_dir(m.index).join(names::MEMBER_SITE);
+        Site::from_text(&path, text).map_err(|e| {
+            Error::Ensemble(format!(
+                "member {} of [calibrate] in {}: {e}",
+                m.index,
+                self.site.path.display()
+            ))
+        })
+    }
+
+    /// Stages run once for all members.
+    pub fn shared_stages(&self) -> Vec<Stage> {
+        talus_pipeline::plan(&self.site, &self.shared_layout())
+            .into_iter()
+            .filter(|s| !self.member_stages.contains(&s.name))
+            .collect()
+    }
+
+    /// Stages of member i (on its site), reading the shared outputs.
+    fn member_stages(&self, i: usize, site: &Site) -> Vec<Stage> {
+        let dir = self.member_dir(i);
+        let mut layout = self.shared_layout();
+        if self.member_stages.contains(&StageName::Seed) {
+            layout.seed = dir.join("seed");
+        }
+        layout.run = dir.join("run");
+        layout.compare = dir.join("compare");
+        talus_pipeline::plan(site, &layout)
+            .into_iter()
+            .filter(|s| self.member_stages.contains(&s.name))
+            .collect()
+    }
+
+    fn provenance(&self) -> talus_io::Provenance {
+        talus_io::Provenance::new("calibrate", env!("CARGO_PKG_VERSION"), &self.config)
+    }
+
+    /// The shared stages (unchanged ones are skipped, by their manifest).
+    pub fn prepare(&self, force: bool, ctx: &Context) -> Result<(), Error> {
+        let stages = self.shared_stages();
+        (ctx.log)(&format!(
+            "calibrate `{}`: {} shared stages into {}",
+            self.site.name(),
+            stages.len(),
+            self.out.join(names::SHARED).display()
+        ));
+        let manifest = self.out.join(names::SHARED).join(talus_schema::file_names::MANIFEST);
+        let options = RunOptions { force, from: None };
+        match talus_pipeline::run_stages(
+            &stages,
+            &self.site,
+            Manifest::new(&self.site),
+            &manifest,
+            &options,
+            ctx,
+        )? {
+            Outcome::Done(_) => Ok(()),
+            Outcome::Failed { stage, error } => Err(Error::Ensemble(format!(
+                "calibrate `{}`: shared stage `{stage}` failed: {error}",
+                self.site.name()
+            ))),
+        }
+    }
+
+    /// Member i: its stages, then its row. A failing stage is the row's status, not an
+    /// error.
+    pub fn run_member(&self, i: usize, force: bool, ctx: &Context) -> Result<Row, Error> {
+        let n = self.len();
+        if i >= n {
+            return Err(Error::Ensemble(format!(
+                "--member {i}: the search has {n} members (0 to {})",
+                n - 1
+            )));
+        }
+        for s in self.shared_stages() {
+            if let Some(missing) = s.outputs.iter().find(|o| !o.is_file()) {
+                return Err(Error::Ensemble(format!(
+                    "member {i}: the shared stage `{}` has not run ({} is missing): run `talus calibrate {} --out {} --prepare` first",
+                    s.name,
+                    missing.display(),
+                    self.site.path.display(),
+                    self.out.display()
+                )));
+            }
+        }
+        let member = crate::member(&self.config, i);
+        let site = self.member_site(&member)?;
+        let dir = self.member_dir(i);
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| Error::Output { path: dir.clone(), message: e.to_string() })?;
+        talus_io::AtomicFile::write_all(&site.path, site.text.as_bytes())?;
+        let stages = self.member_stages(i, &site);
+        let t = Instant::now();
+        let options = RunOptions { force, from: None };
+        let manifest_path = dir.join(talus_schema::file_names::MANIFEST);
+        let outcome = match talus_pipeline::run_stages(
+            &stages,
+            &site,
+            Manifest::new(&site),
+            &manifest_path,
+            &options,
+            ctx,
+        )? {
+            Outcome::Done(m) => {
+                let wall: f64 = m.stages.iter().map(|s| s.wall_time_s).sum();
+                let metrics =
+                    dir.join("compare").join(talus_schema::file_names::compare::METRICS_PARQUET);
+                Metrics::read(&metrics).map(|x| (x, wall)).map_err(|e| e.to_string())
+            }
+            Outcome::Failed { stage, error } => Err(format!("stage `{stage}` failed: {error}")),
+        };
+        let wall = match &outcome {
+            Ok((_, w)) => *w,
+            Err(_) => t.elapsed().as_secs_f64(),
+        };
+        let wall = if self.config.wall_times { wall } else { 0.0 };
+        let row = Row::new(&member, outcome.map(|(m, _)| m), &self.config.weights, wall);
+        let prov = self.provenance().with_extra("talus:calibrate_member", i.to_string());
+        table::write(&self.row_path(i), &self.params, std::slice::from_ref(&row), &prov)?;
+        Ok(row)
+    }
+
+    /// Every member, `jobs` at once (0 = the available cores), each in its own thread
+    /// pool; `ctx.log` gets one line per member. Errors (not failed members) are
+    /// collected and returned together.
+    pub fn run_members(&self, jobs: usize, force: bool, ctx: &Context) -> Result<(), Error> {
+        let n = self.len();
+        let cores = std::thread::available_parallelism().map(|c| c.get()).unwrap_or(1);
+        let jobs = if jobs == 0 { cores } else { jobs }.min(n).max(1);
+        let threads_each = (cores / jobs).max(1);
+        (ctx.log)(&format!(
+            "calibrate `{}`: {n} members, {jobs} at once ({threads_each} threads each)",
+            self.site.name()
+        ));
+        let next = AtomicUsize::new(0);
+        let done = AtomicUsize::new(0);
+        let failures: Mutex<Vec<String>> = Mutex::new(Vec::new());
+        let quiet = talus_pipeline::silent();
+        std::thread::scope(|scope| {
+            for _ in 0..jobs {
+                scope.spawn(|| {
+                    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads_each).build();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::SeqCst);
+                        if i >= n {
+                            break;
+                        }
+                        let result = match &pool {
+                            Ok(pool) => pool.install(|| self.run_member(i, force, &quiet)),
+                            Err(e) => Err(Error::Ensemble(format!("thread pool: {e}"))),
+                        };
+                        let k = done.fetch_add(1, Ordering::SeqCst) + 1;
+                        match result {
+                            Ok(row) => {
+                                (ctx.log)(&format!("  [{k}/{n}] member {i}: {}", describe(&row)))
+                            }
+                            Err(e) => {
+                                (ctx.log)(&format!("  [{k}/{n}] member {i}: error: {e}"));
+                                failures
+                                    .lock()
+                                    .unwrap_or_else(|e| e.into_inner())
+                                    .push(format!("member {i}: {e}"));
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        let failures = failures.into_inner().unwrap_or_else(|e| e.into_inner());
+        if !failures.is_empty() {
+            return Err(Error::Ensemble(format!(
+                "{} of {n} members could not run:\n{}",
+                failures.len(),
+                failures.join("\n")
+            )));
+        }
+        Ok(())
+    }
+
+    /// Every member's row into `runs.parquet`, `best.toml`, the figures and the report.
+    /// With `allow_missing`, members without a row are left out (listed by `ctx.log`)
+    /// instead of failing.
+    pub fn collect(&self, allow_missing: bool, ctx: &Context) -> Result<Collected, Error> {
+        let n = self.len();
+        let missing: Vec<usize> = (0..n).filter(|&i| !self.row_path(i).is_file()).collect();
+        if allow_missing && missing.len() < n {
+            if !missing.is_empty() {
+                (ctx.log)(&format!(
+                    "warning: {} of {n} members have no row and are left out: {}",
+                    missing.len(),
+                    missing.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(", ")
+                ));
+            }
+        } else if !missing.is_empty() {
+            let list: Vec<String> = missing.iter().take(20).map(|i| i.to_string()).collect();
+            return Err(Error::Ensemble(format!(
+                "{} of {n} members have no row ({}{}): run them with `talus calibrate {} --out {} --member I`",
+                missing.len(),
+                list.join(", "),
+                if missing.len() > 20 { ", ..." } else { "" },
+                self.site.path.display(),
+                self.out.display()
+            )));
+        }
+        let mut rows = Vec::with_capacity(n);
+        let mut paths = Vec::with_capacity(n);
+        for i in (0..n).filter(|i| !missing.contains(i)) {
+            let path = self.row_path(i);
+            let mut r = table::read(&path, &self.params)?;
+            let expected = crate::member(&self.config, i);
+            if r.len() != 1 || r[0].member as usize != i || r[0].values != expected.values {
+                return Err(Error::Ensemble(format!(
+                    "{}: this row is not member {i} of the current [calibrate] table (the table changed?): re-run it with --member {i}",
+                    path.display()
+                )));
+            }
+            rows.push(r.remove(0));
+            paths.push(path);
+        }
+        let best = table::best(&rows);
+        let best_site = match best {
+            Some(b) => {
+                let m = crate::member(&self.config, rows[b].member as usize);
+                Some(crate::sample::apply(&self.site.raw, &self.params, &m, &self.base)?)
+            }
+            None => None,
+        };
+        let best_report = best
+            .map(|b| format!("{}/{:04}/compare/{}", names::MEMBERS, rows[b].member, names::REPORT));
+        let collection = crate::report::Collection {
+            site: self.site.name(),
+            config: &self.config,
+            params: &self.params,
+            rows: &rows,
+            best_site: best_site.as_ref(),
+            best_report,
+        };
+        let prov = self.provenance().with_inputs(&paths)?;
+        let summary = crate::report::write(&self.out, &collection, &prov, (1200, 900))?;
+        Ok(Collected { rows, best, summary })
+    }
+}

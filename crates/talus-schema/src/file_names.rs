@@ -1,0 +1,124 @@
+//! The names of the files each stage writes into its output directory, declared once:
+//! the stages write them, later stages and the pipeline read and hash them by these names.
+
+use std::path::{Path, PathBuf};
+
+/// `talus synth`: the survey pair and its truth.
+pub mod synth {
+    /// Pre-event survey (LAZ).
+    pub const PRE: &str = "pre.laz";
+    /// Post-event survey (LAZ).
+    pub const POST: &str = "post.laz";
+    /// Truth grid (Parquet).
+    pub const TRUTH_PARQUET: &str = "truth.parquet";
+    /// Truth volumes and site parameters (JSON).
+    pub const TRUTH_JSON: &str = "truth.json";
+    /// Every file, in the order the pipeline records them.
+    pub const ALL: [&str; 4] = [PRE, POST, TRUTH_PARQUET, TRUTH_JSON];
+}
+
+/// `talus ingest` in the pipeline: one points table per epoch.
+pub mod points {
+    /// Pre-event points.
+    pub const PRE: &str = "pre.parquet";
+    /// Post-event points.
+    pub const POST: &str = "post.parquet";
+}
+
+/// `talus diff`.
+pub mod diff {
+    /// DEM of difference grid.
+    pub const DOD: &str = "dod.parquet";
+    /// Scar and deposit zones (GeoParquet).
+    pub const ZONES: &str = "zones.parquet";
+    /// M3C2 distances at core points.
+    pub const M3C2: &str = "m3c2.parquet";
+    /// Cloud-to-cloud distances.
+    pub const C2C: &str = "c2c.parquet";
+    /// Volumes and statistics (JSON).
+    pub const SUMMARY: &str = "summary.json";
+    /// Every file, in the order the pipeline records them.
+    pub const ALL: [&str; 5] = [DOD, ZONES, M3C2, C2C, SUMMARY];
+}
+
+/// `talus terrain`.
+pub mod terrain {
+    /// TIN vertices.
+    pub const VERTICES: &str = "vertices.parquet";
+    /// TIN triangles.
+    pub const TRIANGLES: &str = "triangles.parquet";
+    /// The TIN as a PLY mesh (CloudCompare, ParaView).
+    pub const PLY: &str = "terrain.ply";
+    /// The two tables a TIN is read from.
+    pub const TIN: [&str; 2] = [VERTICES, TRIANGLES];
+    /// Every file, in the order the pipeline records them.
+    pub const ALL: [&str; 3] = [VERTICES, TRIANGLES, PLY];
+}
+
+/// `talus seed` in the pipeline.
+pub mod seed {
+    /// The seeded blocks.
+    pub const BLOCKS: &str = "blocks.parquet";
+}
+
+/// `talus run`.
+pub mod run {
+    /// Final state of every block (a blocks table).
+    pub const FINAL: &str = "final.parquet";
+    /// Block poses every `output_every` steps.
+    pub const TRAJECTORIES: &str = "trajectories.parquet";
+    /// Energy balance per step.
+    pub const ENERGIES: &str = "energies.parquet";
+    /// Solver diagnostics per step.
+    pub const DIAGNOSTICS: &str = "diagnostics.parquet";
+    /// Directory of the checkpoints (one subdirectory per checkpointed step).
+    pub const CHECKPOINTS: &str = "checkpoints";
+    /// A checkpoint's block states.
+    pub const CHECKPOINT_STATE: &str = "state.parquet";
+    /// A checkpoint's counters, warm-start data and hashes.
+    pub const CHECKPOINT_META: &str = "state.json";
+    /// Every file a finished run leaves, in the order the pipeline records them.
+    pub const ALL: [&str; 4] = [FINAL, TRAJECTORIES, ENERGIES, DIAGNOSTICS];
+}
+
+/// `talus compare`.
+pub mod compare {
+    /// Metrics table.
+    pub const METRICS_PARQUET: &str = "metrics.parquet";
+    /// Metrics as JSON.
+    pub const METRICS_JSON: &str = "metrics.json";
+    /// Thickness maps (GeoParquet).
+    pub const THICKNESS: &str = "thickness.parquet";
+    /// The HTML report.
+    pub const REPORT: &str = "report.html";
+    /// Directory of the figures (PNG).
+    pub const FIGURES: &str = "figures";
+}
+
+/// `talus calibrate`.
+pub mod calibrate {
+    /// One row per member.
+    pub const RUNS: &str = "runs.parquet";
+    /// The best member's `[run]`/`[seed]` tables.
+    pub const BEST: &str = "best.toml";
+    /// The calibration report.
+    pub const REPORT: &str = "report.html";
+    /// Directory of the figures.
+    pub const FIGURES: &str = "figures";
+    /// Directory of the stages every member shares.
+    pub const SHARED: &str = "shared";
+    /// Directory of the members (`members/NNNN`).
+    pub const MEMBERS: &str = "members";
+    /// A member's row.
+    pub const ROW: &str = "row.parquet";
+    /// A member's site file (the site with the member's values).
+    pub const MEMBER_SITE: &str = "site.toml";
+}
+
+/// The pipeline's record of what ran (JSON), in a run directory.
+pub const MANIFEST: &str = "manifest.json";
+
+/// `names` joined onto `dir`.
+pub fn in_dir<const N: usize>(dir: &Path, names: [&str; N]) -> [PathBuf; N] {
+    names.map(|n| dir.join(n))
+}
