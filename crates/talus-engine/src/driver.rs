@@ -14,7 +14,7 @@ use crate::body::Block;
 use crate::config::{Config, OnSolverFailure};
 use crate::geometry::colliders::{Plane, Statics, Tin};
 use crate::sim::{Diagnostics, Energies, SimError, Simulation, Totals};
-use crate::solver::clarabel::clarabel_json;
+use crate::solver::clarabel::{QpStatus, clarabel_json};
 use crate::solver::warm::{ContactKey, WarmStart};
 use arrow::array::{
     Array, ArrayRef, BinaryArray, BooleanArray, Float64Array, RecordBatch, StringArray,
@@ -40,7 +40,7 @@ pub enum Error {
     #[error(
         "step {step}: the QP of {count} island(s) was not solved (status {status}); data dumped to {dump} (replay with clarabel's DefaultSolver::load_from_file); set on_solver_failure = \"continue\" to go on"
     )]
-    SolverFailure { step: u64, count: usize, status: String, dump: PathBuf },
+    SolverFailure { step: u64, count: usize, status: QpStatus, dump: PathBuf },
     #[error("cannot resume from {path}: {message}")]
     Resume { path: PathBuf, message: String },
 }
@@ -272,7 +272,7 @@ impl DiagRow {
             vars: j.qp_variables,
             cons: j.qp_constraints,
             solver: j.solver.clone(),
-            status: j.status.clone(),
+            status: j.status.to_string(),
             iterations: j.iterations,
             r_prim: j.r_prim,
             r_dual: j.r_dual,
@@ -717,7 +717,7 @@ pub fn run(
             &Diagnostics {
                 jump: crate::step::JumpReport {
                     solver: "none".into(),
-                    status: "Solved".into(),
+                    status: QpStatus::Solved,
                     ..Default::default()
                 },
                 ..Default::default()

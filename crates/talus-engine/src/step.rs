@@ -22,7 +22,7 @@ use crate::geometry::contact::{Contact, ContactKind, Other};
 use crate::rotation::{self, RotationModel};
 use crate::solver::assembly::{JumpBody, JumpContact, Qp, assemble, effective_mass};
 use crate::solver::certificate::{Certificate, certify};
-use crate::solver::clarabel::{QpOutcome, SolverUsed, solve_clarabel};
+use crate::solver::clarabel::{QpOutcome, QpStatus, SolverUsed, solve_clarabel};
 use crate::solver::dense::solve_dense;
 use crate::solver::friction::{self, ConeQp, ContactFriction, FrictionConfig};
 use crate::solver::islands::{Island, islands};
@@ -101,7 +101,7 @@ pub struct FailedQp {
     /// The QP.
     pub qp: Qp,
     /// Solver status.
-    pub status: String,
+    pub status: QpStatus,
     /// The conic program when the island had friction (`qp` then holds its rows too);
     /// dump it with [`crate::solver::friction::clarabel_json`].
     pub conic: Option<ConeQp>,
@@ -122,10 +122,10 @@ pub struct JumpReport {
     /// "mixed" when several of them), followed by "+dense" when the dense solver solved
     /// some islands ("dense" alone when it solved all of them).
     pub solver: String,
-    /// Worst status over the islands: "Solved" when all are; `SolvedWithoutSeparation (…)`
-    /// when an island was solved only by the retry without separation velocities (the
-    /// first attempt's status in brackets); else the status of an island not solved.
-    pub status: String,
+    /// Worst status over the islands: `Solved` when all are; `SolvedWithoutSeparation`
+    /// when an island was solved only by the retry without separation velocities (with
+    /// the first attempt's status); else the status of an island not solved.
+    pub status: QpStatus,
     pub iterations: u32,
     pub r_prim: f64,
     pub r_dual: f64,
@@ -363,7 +363,7 @@ pub fn step_with_friction(
     let t0 = Instant::now();
     let Prepared { contacts, half, islands: assembled } = prepare(params, blocks, contacts);
     let mut rep =
-        JumpReport { solver: "none".into(), status: "Solved".into(), ..Default::default() };
+        JumpReport { solver: "none".into(), status: QpStatus::Solved, ..Default::default() };
     rep.t_assembly = t0.elapsed().as_secs_f64();
     for c in &contacts {
         match c.kind() {
@@ -440,7 +440,7 @@ pub fn step_with_friction(
                         QpOutcome {
                             lambda: nl.normal.clone(),
                             x: nl.x,
-                            status: "Solved".into(),
+                            status: QpStatus::Solved,
                             solved: true,
                             iterations: nl.sweeps,
                             r_prim: nl.certificate.primal,
@@ -479,7 +479,7 @@ pub fn step_with_friction(
                     .unwrap_or_else(|| solve_clarabel(&q, clarabel_tolerance, clarabel_iterations));
                 if retry.solved {
                     outcome = QpOutcome {
-                        status: format!("SolvedWithoutSeparation ({})", outcome.status),
+                        status: QpStatus::SolvedWithoutSeparation(Box::new(outcome.status.clone())),
                         fallback: true,
                         iterations: outcome.iterations + retry.iterations,
                         ..retry
@@ -618,10 +618,10 @@ pub fn step_with_friction(
             }
             SolverUsed::None => {}
         }
-        if o.solved && o.fallback && o.status.starts_with("SolvedWithoutSeparation") {
+        if o.solved && o.fallback && matches!(o.status, QpStatus::SolvedWithoutSeparation(_)) {
             // Solved, but only after dropping the separation velocities: say so unless
             // the step already has a worse status.
-            if rep.status == "Solved" {
+            if rep.status == QpStatus::Solved {
                 rep.status = o.status.clone();
             }
         }

@@ -38,6 +38,63 @@ impl SolverUsed {
     }
 }
 
+/// How a QP ended, as data (Clarabel's `SolverStatus` and the statuses of Talus's own
+/// solvers). `Display` gives the names written into `diagnostics.parquet`'s `status`
+/// column (Clarabel's variant names; `SolvedWithoutSeparation (<first attempt>)`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum QpStatus {
+    /// Solved to the requested accuracy.
+    #[default]
+    Solved,
+    /// Solved only by the retry without separation velocities; the first attempt's status.
+    SolvedWithoutSeparation(Box<QpStatus>),
+    /// Clarabel ended with this status (never `Solved`, which is [`QpStatus::Solved`]).
+    Clarabel(SolverStatus),
+    /// Clarabel refused the problem at setup (its message).
+    SetupError(String),
+    /// The dense solver: the Delassus matrix is not positive definite.
+    NotPositiveDefinite,
+    /// The dense solver: no active set found within its iterations.
+    MaxIterations,
+    /// The dense solver: its constraints cannot all hold.
+    PrimalInfeasible,
+    /// The dense solver's (or the warm solver's) result failed the KKT certificate.
+    NotCertified,
+}
+
+impl QpStatus {
+    /// Whether the solution is accepted (solved, with or without separation velocities).
+    pub fn is_solved(&self) -> bool {
+        matches!(self, QpStatus::Solved | QpStatus::SolvedWithoutSeparation(_))
+    }
+}
+
+impl From<SolverStatus> for QpStatus {
+    fn from(s: SolverStatus) -> Self {
+        match s {
+            SolverStatus::Solved => QpStatus::Solved,
+            other => QpStatus::Clarabel(other),
+        }
+    }
+}
+
+impl std::fmt::Display for QpStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            QpStatus::Solved => f.write_str("Solved"),
+            QpStatus::SolvedWithoutSeparation(first) => {
+                write!(f, "SolvedWithoutSeparation ({first})")
+            }
+            QpStatus::Clarabel(s) => write!(f, "{s:?}"),
+            QpStatus::SetupError(e) => write!(f, "SetupError({e})"),
+            QpStatus::NotPositiveDefinite => f.write_str("NotPositiveDefinite"),
+            QpStatus::MaxIterations => f.write_str("MaxIterations"),
+            QpStatus::PrimalInfeasible => f.write_str("PrimalInfeasible"),
+            QpStatus::NotCertified => f.write_str("NotCertified"),
+        }
+    }
+}
+
 /// The outcome of one QP: data, never an error (style.md 5).
 #[derive(Debug, Clone, PartialEq)]
 pub struct QpOutcome {
@@ -45,8 +102,8 @@ pub struct QpOutcome {
     pub x: Vec<f64>,
     /// Multipliers λ ≥ 0 (reactive percussions, N s).
     pub lambda: Vec<f64>,
-    /// Solver status (Clarabel's names; `Solved` for the warm solver's success).
-    pub status: String,
+    /// Solver status.
+    pub status: QpStatus,
     /// Whether the solution is accepted.
     pub solved: bool,
     /// Iterations.
@@ -98,7 +155,7 @@ pub fn solve_clarabel(qp: &Qp, tolerance: f64, max_iterations: u32) -> QpOutcome
             return QpOutcome {
                 x: vec![0.0; qp.n()],
                 lambda: vec![0.0; qp.m()],
-                status: format!("SetupError({e})"),
+                status: QpStatus::SetupError(e),
                 solved: false,
                 iterations: 0,
                 r_prim: f64::NAN,
@@ -113,7 +170,7 @@ pub fn solve_clarabel(qp: &Qp, tolerance: f64, max_iterations: u32) -> QpOutcome
     QpOutcome {
         x: s.x.clone(),
         lambda: s.z.clone(),
-        status: format!("{:?}", s.status),
+        status: s.status.into(),
         solved: s.status == SolverStatus::Solved,
         iterations: s.iterations,
         r_prim: s.r_prim,
@@ -154,4 +211,23 @@ pub fn kkt_residuals(qp: &Qp, x: &[f64], lambda: &[f64]) -> (f64, f64, f64, f64)
         .fold(0.0, f64::max);
     let lmin = lambda.iter().copied().fold(f64::INFINITY, f64::min);
     (prim, dual, comp, if lambda.is_empty() { 0.0 } else { lmin })
+}
+
+#[cfg(test)]
+mod status_tests {
+    use super::*;
+
+    /// The names in `diagnostics.parquet` stay those of the string statuses they replace.
+    #[test]
+    fn status_names_are_the_diagnostics_strings() {
+        let first = QpStatus::from(SolverStatus::PrimalInfeasible);
+        assert_eq!(first.to_string(), "PrimalInfeasible");
+        assert_eq!(QpStatus::from(SolverStatus::Solved), QpStatus::Solved);
+        assert_eq!(QpStatus::from(SolverStatus::AlmostSolved).to_string(), "AlmostSolved");
+        let retried = QpStatus::SolvedWithoutSeparation(Box::new(first));
+        assert_eq!(retried.to_string(), "SolvedWithoutSeparation (PrimalInfeasible)");
+        assert!(retried.is_solved() && QpStatus::Solved.is_solved());
+        assert!(!QpStatus::Clarabel(SolverStatus::AlmostSolved).is_solved());
+        assert_eq!(QpStatus::SetupError("bad".into()).to_string(), "SetupError(bad)");
+    }
 }

@@ -33,7 +33,7 @@
 //! Everything is sequential dense arithmetic in a fixed order: deterministic.
 
 use crate::solver::assembly::Qp;
-use crate::solver::clarabel::{QpOutcome, SolverUsed, kkt_residuals};
+use crate::solver::clarabel::{QpOutcome, QpStatus, SolverUsed, kkt_residuals};
 use crate::solver::warm::{accept, scales};
 use nalgebra::{DMatrix, DVector};
 
@@ -61,11 +61,11 @@ fn dense_ct(qp: &Qp) -> DMatrix<f64> {
     d
 }
 
-fn refused(qp: &Qp, status: &str, iterations: u32) -> QpOutcome {
+fn refused(qp: &Qp, status: QpStatus, iterations: u32) -> QpOutcome {
     QpOutcome {
         x: vec![0.0; qp.n()],
         lambda: vec![0.0; qp.m()],
-        status: status.into(),
+        status,
         solved: false,
         iterations,
         r_prim: f64::NAN,
@@ -104,15 +104,15 @@ pub fn solve_dense(qp: &Qp, tolerance: f64) -> QpOutcome {
     let (n, m) = (qp.n(), qp.m());
     let (pscale, rscale) = scales(qp);
     let Some(chol) = qp.h_dense().cholesky() else {
-        return refused(qp, "NotPositiveDefinite", 0);
+        return refused(qp, QpStatus::NotPositiveDefinite, 0);
     };
     let l = chol.l();
     let p = DVector::from_column_slice(&qp.p);
     let Some(y0) = l.solve_lower_triangular(&p) else {
-        return refused(qp, "NotPositiveDefinite", 0);
+        return refused(qp, QpStatus::NotPositiveDefinite, 0);
     };
     let Some(v) = l.solve_lower_triangular(&dense_ct(qp)) else {
-        return refused(qp, "NotPositiveDefinite", 0);
+        return refused(qp, QpStatus::NotPositiveDefinite, 0);
     };
     let vnorm: Vec<f64> = (0..m).map(|k| v.column(k).norm()).collect();
     let mut y = y0.clone();
@@ -145,13 +145,13 @@ pub fn solve_dense(qp: &Qp, tolerance: f64) -> QpOutcome {
         loop {
             iterations += 1;
             if iterations > limit {
-                return refused(qp, "MaxIterations", iterations);
+                return refused(qp, QpStatus::MaxIterations, iterations);
             }
             let (q1, r) = active_qr(&v, &active);
             let q1v = q1.transpose() * &vp;
             let z = &vp - &q1 * &q1v;
             let Some(rr) = r_solve(&r, &q1v) else {
-                return refused(qp, "NotCertified", iterations);
+                return refused(qp, QpStatus::NotCertified, iterations);
             };
             let dependent = z.norm() <= DEPENDENT * vnorm[pk];
             // Partial step: the first active multiplier to reach 0 (lowest index on ties).
@@ -178,7 +178,7 @@ pub fn solve_dense(qp: &Qp, tolerance: f64) -> QpOutcome {
                 // v_p is a non-negative combination of the active normals: they cannot all
                 // hold with constraint p, unless its violation is roundoff.
                 if vp.dot(&y) - qp.r[pk] < -INFEASIBLE * scale(pk) {
-                    return refused(qp, "PrimalInfeasible", iterations);
+                    return refused(qp, QpStatus::PrimalInfeasible, iterations);
                 }
                 // v_p = V_A r: its multiplier goes back to the active constraints.
                 for (ua, ra) in u.iter_mut().zip(rr.iter()) {
@@ -233,7 +233,7 @@ pub fn solve_dense(qp: &Qp, tolerance: f64) -> QpOutcome {
             return QpOutcome {
                 x,
                 lambda,
-                status: "Solved".into(),
+                status: QpStatus::Solved,
                 solved: true,
                 iterations,
                 r_prim: prim / rscale,
@@ -243,5 +243,5 @@ pub fn solve_dense(qp: &Qp, tolerance: f64) -> QpOutcome {
             };
         }
     }
-    refused(qp, "NotCertified", iterations)
+    refused(qp, QpStatus::NotCertified, iterations)
 }

@@ -82,7 +82,7 @@
 
 use crate::geometry::contact::ContactKind;
 use crate::solver::assembly::{JumpBody, JumpContact, Qp};
-use crate::solver::clarabel::{QpOutcome, SolverUsed};
+use crate::solver::clarabel::{QpOutcome, QpStatus, SolverUsed};
 use clarabel::algebra::CscMatrix;
 use clarabel::solver::{
     DefaultSolver, IPSolver, NonnegativeConeT, SecondOrderConeT, SolverStatus, SupportedConeT,
@@ -357,7 +357,7 @@ fn new_solver(
 /// Solve the conic program with Clarabel.
 pub fn solve(cq: &ConeQp, tolerance: f64, max_iterations: u32) -> ConeOutcome {
     let nc = cq.normal_rows.len();
-    let failed = |status: String| ConeOutcome {
+    let failed = |status: QpStatus| ConeOutcome {
         outcome: QpOutcome {
             x: vec![0.0; cq.qp.n()],
             lambda: vec![0.0; nc],
@@ -373,7 +373,7 @@ pub fn solve(cq: &ConeQp, tolerance: f64, max_iterations: u32) -> ConeOutcome {
     };
     let mut solver = match new_solver(cq, tolerance, max_iterations) {
         Ok(s) => s,
-        Err(e) => return failed(format!("SetupError({e})")),
+        Err(e) => return failed(QpStatus::SetupError(e.to_string())),
     };
     solver.solve();
     let s = &solver.solution;
@@ -393,7 +393,7 @@ pub fn solve(cq: &ConeQp, tolerance: f64, max_iterations: u32) -> ConeOutcome {
         outcome: QpOutcome {
             x: s.x.clone(),
             lambda,
-            status: format!("{:?}", s.status),
+            status: s.status.into(),
             solved: s.status == SolverStatus::Solved,
             iterations: s.iterations,
             r_prim: s.r_prim,
@@ -434,7 +434,7 @@ pub fn solve_island(
     let retry = solve(&cq2, tolerance, max_iterations);
     if retry.outcome.solved {
         let outcome = QpOutcome {
-            status: format!("SolvedWithoutSeparation ({})", first.outcome.status),
+            status: QpStatus::SolvedWithoutSeparation(Box::new(first.outcome.status.clone())),
             fallback: true,
             iterations: first.outcome.iterations + retry.outcome.iterations,
             ..retry.outcome

@@ -53,7 +53,7 @@
 //! handed to Clarabel and recorded as a fallback (diagnostics column `fallback`).
 
 use crate::solver::assembly::Qp;
-use crate::solver::clarabel::{QpOutcome, SolverUsed, kkt_residuals, solve_clarabel};
+use crate::solver::clarabel::{QpOutcome, QpStatus, SolverUsed, kkt_residuals, solve_clarabel};
 use crate::solver::nlgs::ContactImpulse;
 use faer::dyn_stack::{MemBuffer, MemStack, StackReq};
 use faer::linalg::solvers::{Llt, Solve};
@@ -799,7 +799,7 @@ pub fn try_solve_with(
         QpOutcome {
             x,
             lambda,
-            status: "Solved".into(),
+            status: QpStatus::Solved,
             solved: true,
             iterations,
             r_prim: prim / rscale,

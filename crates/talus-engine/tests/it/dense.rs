@@ -15,6 +15,7 @@ use talus_engine::geometry::detect::DetectTimings;
 use talus_engine::rotation::RotationModel;
 use talus_engine::sim::Simulation;
 use talus_engine::solver::assembly::{JumpBody, JumpContact, Qp, assemble};
+use talus_engine::solver::clarabel::QpStatus;
 use talus_engine::solver::clarabel::{QpOutcome, SolverUsed, kkt_residuals, solve_clarabel};
 use talus_engine::solver::dense::solve_dense;
 use talus_engine::solver::warm::WarmStart;
@@ -310,7 +311,7 @@ fn infeasible_island_falls_back() {
     let qp = assemble(&[b], &cs, 0.0);
     let o = solve_dense(&qp, 1e-9);
     assert!(!o.solved);
-    assert_eq!(o.status, "PrimalInfeasible");
+    assert_eq!(o.status, QpStatus::PrimalInfeasible);
     let solver =
         SolverConfig::Clarabel { tolerance: 1e-9, max_iterations: 200, dense_max_bodies: 2 };
     let f = solve_qp(&solver, &qp, 1, Vec::new);
@@ -362,7 +363,7 @@ fn singular_h_falls_back() {
     ct.kappa_t = 0.0;
     let qp = assemble(&[b], &[ct], 0.0);
     let o = solve_dense(&qp, 1e-9);
-    assert_eq!(o.status, "NotPositiveDefinite");
+    assert_eq!(o.status, QpStatus::NotPositiveDefinite);
     let solver = SolverConfig::Warm {
         tolerance: 1e-9,
         max_iterations: 50,

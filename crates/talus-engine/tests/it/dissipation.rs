@@ -2,6 +2,7 @@
 //! D = W_s − P·x (step.rs), is non-negative up to roundoff of the energy scale.
 
 use crate::common as heap;
+use talus_engine::solver::clarabel::QpStatus;
 
 use talus_engine::config::SolverConfig;
 use talus_engine::driver::statics;
@@ -23,7 +24,7 @@ fn dissipation_is_non_negative_on_every_step() {
     let (mut worst, mut total) = (0f64, 0f64);
     for _ in 0..steps {
         let (e, d) = sim.advance();
-        assert_eq!(d.jump.status, "Solved");
+        assert_eq!(d.jump.status, QpStatus::Solved);
         // Energy scale of the step: kinetic energy after it plus the work done on it.
         let scale = e.kinetic_translational
             + e.kinetic_rotational

@@ -6,6 +6,7 @@ use talus_engine::body::Block;
 use talus_engine::config::SolverConfig;
 use talus_engine::geometry::contact::{Contact, Other};
 use talus_engine::rotation::RotationModel;
+use talus_engine::solver::clarabel::QpStatus;
 use talus_engine::solver::warm::WarmStart;
 use talus_engine::step::{Correction, KappaLaw, StepParams, step_with_contacts};
 
@@ -118,7 +119,7 @@ fn flat_drop_restitution_matches_closed_form() {
             assert_eq!(contacts.len(), 4);
             let mut warm = WarmStart::default();
             let r = step_with_contacts(&p, &mut blocks, &contacts, &mut warm);
-            assert_eq!(r.status, "Solved");
+            assert_eq!(r.status, QpStatus::Solved);
             assert_eq!(r.solver, solver);
             let e = ((4.0 * kn - 2.0 * m) / (4.0 * kn + 2.0 * m)).max(0.0);
             let vz = blocks[0].vel.z;
@@ -159,7 +160,7 @@ fn slope_creep_velocity() {
         for _ in 0..3000 {
             let contacts = plane_contacts(&blocks, Vector3::zeros(), n, 1e-6);
             let r = step_with_contacts(&p, &mut blocks, &contacts, &mut warm);
-            assert_eq!(r.status, "Solved");
+            assert_eq!(r.status, QpStatus::Solved);
             assert!(r.solver == solver || r.solver == "none", "{}", r.solver);
         }
         let v_star = m * g * theta.sin() * dt / (4.0 * kt);
@@ -187,7 +188,7 @@ fn resting_block_on_plane_does_not_sink() {
         for _ in 0..10_000 {
             let contacts = plane_contacts(&blocks, Vector3::zeros(), Vector3::z(), 1e-4);
             let r = step_with_contacts(&p, &mut blocks, &contacts, &mut warm);
-            assert_eq!(r.status, "Solved");
+            assert_eq!(r.status, QpStatus::Solved);
             assert_eq!(r.solver, solver);
             assert!(r.dissipated >= -1e-9);
             dmin = dmin.min(blocks[0].pos.z);
@@ -278,7 +279,7 @@ fn free_collision_conserves_momentum_and_dissipates() {
             };
             let (l0, k0) = (ang(&blocks), ke(&blocks));
             let r = step_with_contacts(&p, &mut blocks, &contacts, &mut warm);
-            assert_eq!(r.status, "Solved");
+            assert_eq!(r.status, QpStatus::Solved);
             assert_eq!(r.solver, solver);
             let k1 = ke(&blocks);
             assert!(k1 <= k0 + 1e-9 * k0, "kinetic energy gained: {k0} -> {k1}");

@@ -12,6 +12,7 @@ use talus_engine::geometry::contact::{Contact, Other};
 use talus_engine::rotation::RotationModel;
 use talus_engine::solver::assembly::{JumpBody, JumpContact, assemble};
 use talus_engine::solver::certificate::certify;
+use talus_engine::solver::clarabel::QpStatus;
 use talus_engine::solver::friction::{self, ContactFriction, FrictionConfig, FrictionLaw};
 use talus_engine::solver::nlgs::{self, ContactImpulse};
 use talus_engine::solver::warm::WarmStart;
@@ -138,7 +139,7 @@ fn nlgs_agrees_with_clarabel_on_random_islands() {
             .collect();
         let cq = friction::assemble_cones(&base, &bodies, &contacts, &fr);
         let reference = friction::solve(&cq, 1e-10, 200);
-        assert_eq!(reference.outcome.status, "Solved", "case {case}: Clarabel");
+        assert_eq!(reference.outcome.status, QpStatus::Solved, "case {case}: Clarabel");
         let cold = vec![ContactImpulse::default(); contacts.len()];
         let o = nlgs::solve(&cq, &bodies, &contacts, &cold, 1e-11, 2000);
         assert_eq!(certify(&cq.qp, &cq.cones, &o.x, &o.z), o.certificate);
@@ -209,7 +210,7 @@ fn slope_closed_forms_through_nlgs() {
         let contacts = plane_contacts(&blocks, n, 1e-3);
         let rep = step_with_friction(&p, &coulomb(0.45), &mut blocks, &contacts, &mut warm);
         assert_eq!(rep.solver, "nlgs");
-        assert!(!rep.fallback && rep.status == "Solved" && rep.accuracy <= 1e-8);
+        assert!(!rep.fallback && rep.status == QpStatus::Solved && rep.accuracy <= 1e-8);
     }
     let disp = (blocks[0].pos - x0).norm();
     eprintln!("rest on 20°, μ = 0.45, NLGS: displacement after 2000 steps {disp:.3e} m");
@@ -229,7 +230,7 @@ fn slope_closed_forms_through_nlgs() {
     for _ in 0..steps {
         let contacts = plane_contacts(&blocks, n, 1e-3);
         let rep = step_with_friction(&p, &coulomb(mu), &mut blocks, &contacts, &mut warm);
-        assert!(!rep.fallback && rep.status == "Solved" && rep.accuracy <= 1e-8);
+        assert!(!rep.fallback && rep.status == QpStatus::Solved && rep.accuracy <= 1e-8);
         sweeps += rep.sweeps;
     }
     let t = steps as f64 * DT;
@@ -335,7 +336,7 @@ fn wedged_block_is_feasible_and_corrected_in_position() {
         pen.push(contacts.iter().map(|c| -c.gap).fold(0.0, f64::max));
         let (k_before, _) = energy(&blocks[0]);
         let rep = step_with_friction(&p, &f, &mut blocks, &contacts, &mut warm);
-        assert_eq!(rep.status, "Solved");
+        assert_eq!(rep.status, QpStatus::Solved);
         assert!(!rep.fallback && rep.failed.is_empty());
         let (k_after, _) = energy(&blocks[0]);
         // Gravity may add at most m g Δt × speed; the correction adds none.

@@ -3,6 +3,7 @@
 //! shuffled gives the same trajectories, block by block.
 
 use crate::common as heap;
+use talus_engine::solver::clarabel::QpStatus;
 
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
@@ -24,7 +25,7 @@ fn run(blocks: Vec<Block>, steps: u64) -> (Vec<Block>, u64) {
     let mut contacts = 0u64;
     for _ in 0..steps {
         let (_, d) = sim.advance();
-        assert_eq!(d.jump.status, "Solved");
+        assert_eq!(d.jump.status, QpStatus::Solved);
         contacts += (d.jump.contacts_block_block + d.jump.contacts_block_plane) as u64;
     }
     let mut out = sim.blocks.clone();

@@ -7,6 +7,7 @@ use talus_engine::body::Block;
 use talus_engine::config::{Config, Kappa, SolverConfig};
 use talus_engine::geometry::colliders::{Statics, Tin};
 use talus_engine::sim::Simulation;
+use talus_engine::solver::clarabel::QpStatus;
 
 #[test]
 fn resting_block_on_tin_does_not_sink() {
@@ -55,7 +56,7 @@ fn resting_block_on_tin_does_not_sink() {
     let (mut zmin, mut fallbacks) = (f64::INFINITY, 0);
     for _ in 0..10_000 {
         let (e, d) = sim.advance();
-        assert_eq!(d.jump.status, "Solved");
+        assert_eq!(d.jump.status, QpStatus::Solved);
         assert!(d.jump.contacts_block_terrain >= 3, "{} contacts", d.jump.contacts_block_terrain);
         fallbacks += d.jump.fallback as usize;
         assert!(e.dissipated >= -1e-9 * m, "dissipation {}", e.dissipated);
