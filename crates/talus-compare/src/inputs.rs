@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use talus_io::{Crs, read_table};
 use talus_schema::file_names as names;
-use talus_schema::{blocks, diff, run, terrain};
+use talus_schema::{diff, run};
 
 /// Where the inputs are.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -120,34 +120,21 @@ impl Blocks {
     pub fn volume(&self, i: usize) -> f64 {
         self.a[i] * self.b[i] * self.c[i]
     }
-    /// Read a blocks table.
+    /// Read a blocks table ([`talus_io::blocks::read`]).
     pub fn read(path: &Path) -> Result<Self, Error> {
-        let t = read_table(path, &blocks::schema())?;
-        let (qw, qx, qy, qz) = (t.f64s("qw")?, t.f64s("qx")?, t.f64s("qy")?, t.f64s("qz")?);
-        let b = Blocks {
-            id: t.u32s("id")?,
-            a: t.f64s("a")?,
-            b: t.f64s("b")?,
-            c: t.f64s("c")?,
-            mass: t.f64s("mass")?,
-            x: t.f64s("x")?,
-            y: t.f64s("y")?,
-            z: t.f64s("z")?,
-            q: (0..qw.len()).map(|i| [qw[i], qx[i], qy[i], qz[i]]).collect(),
-            active: t.bools("active")?,
-        };
-        for i in 0..b.len() {
-            let dims = [b.a[i], b.b[i], b.c[i]];
-            if !dims.iter().all(|d| d.is_finite() && *d > 0.0)
-                || ![b.x[i], b.y[i], b.z[i]].iter().all(|v| v.is_finite())
-            {
-                return Err(Error::input(
-                    path,
-                    format!("block {} has invalid size or position", b.id[i]),
-                ));
-            }
-        }
-        Ok(b)
+        let (rows, _) = talus_io::blocks::read(path)?;
+        Ok(Blocks {
+            id: rows.iter().map(|r| r.id).collect(),
+            a: rows.iter().map(|r| r.size[0]).collect(),
+            b: rows.iter().map(|r| r.size[1]).collect(),
+            c: rows.iter().map(|r| r.size[2]).collect(),
+            mass: rows.iter().map(|r| r.mass).collect(),
+            x: rows.iter().map(|r| r.centre[0]).collect(),
+            y: rows.iter().map(|r| r.centre[1]).collect(),
+            z: rows.iter().map(|r| r.centre[2]).collect(),
+            q: rows.iter().map(|r| r.orientation).collect(),
+            active: rows.iter().map(|r| r.active).collect(),
+        })
     }
 }
 
@@ -298,10 +285,11 @@ pub fn load(inputs: &Inputs) -> Result<Data, Error> {
         None => None,
     };
     let terrain = match &inputs.terrain_dir {
-        Some(d) => Some(read_terrain(
-            &require(d.join(names::terrain::VERTICES))?,
-            &require(d.join(names::terrain::TRIANGLES))?,
-        )?),
+        Some(d) => {
+            require(d.join(names::terrain::VERTICES))?;
+            require(d.join(names::terrain::TRIANGLES))?;
+            Some(read_terrain(d)?)
+        }
         None => None,
     };
     Ok(Data {
@@ -515,22 +503,12 @@ pub fn read_survey(dod_path: &Path, zones_path: &Path) -> Result<Survey, Error> 
     Ok(Survey { grid, cells, dz, z_pre, z_post, class, zones })
 }
 
-fn read_terrain(vertices: &Path, triangles: &Path) -> Result<Terrain, Error> {
-    let v = read_table(vertices, &terrain::vertices_schema())?;
-    let t = read_table(triangles, &terrain::triangles_schema())?;
-    let (v0, v1, v2) = (t.u32s("v0")?, t.u32s("v1")?, t.u32s("v2")?);
-    let out = Terrain {
-        x: v.f64s("x")?,
-        y: v.f64s("y")?,
-        z: v.f64s("z")?,
-        triangles: (0..v0.len()).map(|i| [v0[i], v1[i], v2[i]]).collect(),
-    };
-    let n = out.x.len() as u32;
-    if out.triangles.iter().any(|t| t.iter().any(|&k| k >= n)) {
-        return Err(Error::input(
-            triangles,
-            format!("a triangle refers to a vertex beyond the {n} vertices"),
-        ));
-    }
-    Ok(out)
+fn read_terrain(dir: &Path) -> Result<Terrain, Error> {
+    let t = talus_io::tin::read(dir)?;
+    Ok(Terrain {
+        x: t.vertices.iter().map(|p| p[0]).collect(),
+        y: t.vertices.iter().map(|p| p[1]).collect(),
+        z: t.vertices.iter().map(|p| p[2]).collect(),
+        triangles: t.triangles,
+    })
 }

@@ -35,47 +35,14 @@
 #[path = "../tests/it/common/mod.rs"]
 mod common;
 
-use nalgebra::{Matrix3, Rotation3, UnitQuaternion, Vector3};
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 use talus_engine::body::Block;
 use talus_engine::config::{Config, Kappa, PlaneConfig, SolverConfig};
 use talus_engine::driver::statics;
 use talus_engine::sim::Simulation;
 use talus_engine::solver::warm::ContactKey;
-
-fn numbers(path: &Path) -> Option<Vec<Vec<f64>>> {
-    Some(
-        std::fs::read_to_string(path)
-            .ok()?
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| l.split_whitespace().filter_map(|t| t.parse::<f64>().ok()).collect())
-            .collect(),
-    )
-}
-
-fn thesis_blocks(dir: &Path, n: usize) -> Option<Vec<Block>> {
-    let sizes = numbers(&dir.join(format!("size_{n}.data")))?;
-    let pos = numbers(&dir.join(format!("position_{n}.data")))?;
-    Some(
-        (0..n)
-            .map(|k| {
-                let v = |r: usize| {
-                    Vector3::new(pos[6 * k + r][0], pos[6 * k + r][1], pos[6 * k + r][2])
-                };
-                let m = Matrix3::from_columns(&[v(3), v(4), v(5)]);
-                let rot = UnitQuaternion::from_rotation_matrix(&Rotation3::from_matrix(&m));
-                let s = &sizes[k];
-                let mut b = Block::new(k as u32, s[0], s[1], s[2], 5000.0, v(0), rot);
-                b.vel = v(1);
-                b.omega = v(2);
-                b
-            })
-            .collect(),
-    )
-}
 
 /// Layout of the generated heap.
 #[derive(Clone, Copy, Debug)]
@@ -332,7 +299,11 @@ fn main() {
             continue;
         }
         for &d in &dense {
-            match thesis_blocks(&dir, n) {
+            match talus_seed::thesis::paths(&dir, n)
+                .0
+                .exists()
+                .then(|| common::thesis_blocks(&dir, n))
+            {
                 Some(b) => print_row(&bench(
                     &format!("thesis N={n} dense<={d}"),
                     b,

@@ -17,8 +17,7 @@ use crate::sim::{Diagnostics, Energies, SimError, Simulation, Totals};
 use crate::solver::clarabel::{QpStatus, clarabel_json};
 use crate::solver::warm::{ContactKey, WarmStart};
 use arrow::array::{
-    Array, ArrayRef, BinaryArray, BooleanArray, Float64Array, RecordBatch, StringArray,
-    UInt32Array, UInt64Array,
+    Array, ArrayRef, BooleanArray, Float64Array, RecordBatch, StringArray, UInt32Array, UInt64Array,
 };
 use arrow::datatypes::SchemaRef;
 use nalgebra::{Quaternion, UnitQuaternion, Vector3};
@@ -77,43 +76,24 @@ fn input_err(path: &Path, message: impl Into<String>) -> Error {
     Error::Input { path: path.to_path_buf(), message: message.into() }
 }
 
-/// Read a blocks table (talus_schema::blocks), checking sizes, densities and finiteness.
+/// Read a blocks table ([`talus_io::blocks::read`]) into bodies, checking what the
+/// engine needs besides (at least one block, distinct ids).
 pub fn read_blocks(path: &Path) -> Result<BlocksInput, Error> {
-    let t = talus_io::read_table(path, &talus_schema::blocks::schema())?;
-    let col = |n: &str| t.f64s(n);
-    let (ids, a, b, c, dens) = (t.u32s("id")?, col("a")?, col("b")?, col("c")?, col("density")?);
-    let (x, y, z) = (col("x")?, col("y")?, col("z")?);
-    let (qw, qx, qy, qz) = (col("qw")?, col("qx")?, col("qy")?, col("qz")?);
-    let (vx, vy, vz, wx, wy, wz) =
-        (col("vx")?, col("vy")?, col("vz")?, col("wx")?, col("wy")?, col("wz")?);
-    let active = t.bools("active")?;
-    if ids.is_empty() {
+    let (rows, prov) = talus_io::blocks::read(path)?;
+    if rows.is_empty() {
         return Err(input_err(path, "no blocks"));
     }
-    let mut blocks = Vec::with_capacity(ids.len());
-    for k in 0..ids.len() {
-        for (name, v) in [("a", a[k]), ("b", b[k]), ("c", c[k]), ("density", dens[k])] {
-            if !(v.is_finite() && v > 0.0) {
-                return Err(input_err(
-                    path,
-                    format!("block {} (row {k}): {name} = {v} must be finite and > 0", ids[k]),
-                ));
-            }
-        }
-        let q = Quaternion::new(qw[k], qx[k], qy[k], qz[k]);
-        if !(q.coords.iter().all(|v| v.is_finite()) && q.norm() > 1e-12) {
-            return Err(input_err(
-                path,
-                format!("block {} (row {k}): orientation quaternion is zero or not finite", ids[k]),
-            ));
-        }
+    let mut blocks = Vec::with_capacity(rows.len());
+    for r in &rows {
+        let [w, i, j, k] = r.orientation;
+        let q = Quaternion::new(w, i, j, k);
         let mut blk = Block::new(
-            ids[k],
-            a[k],
-            b[k],
-            c[k],
-            dens[k],
-            Vector3::new(x[k], y[k], z[k]),
+            r.id,
+            r.size[0],
+            r.size[1],
+            r.size[2],
+            r.density,
+            Vector3::from(r.centre),
             // A unit quaternion (a state written by a run, a checkpoint) is kept bit for bit,
             // so that a resumed run continues exactly; others are normalised.
             if (q.norm() - 1.0).abs() <= 1e-12 {
@@ -122,39 +102,21 @@ pub fn read_blocks(path: &Path) -> Result<BlocksInput, Error> {
                 UnitQuaternion::from_quaternion(q)
             },
         );
-        blk.vel = Vector3::new(vx[k], vy[k], vz[k]);
-        blk.omega = Vector3::new(wx[k], wy[k], wz[k]);
-        blk.active = active[k];
+        blk.vel = Vector3::from(r.velocity);
+        blk.omega = Vector3::from(r.angular_velocity);
+        blk.active = r.active;
         blocks.push(blk);
     }
     crate::sim::validate_blocks(&blocks).map_err(|e| input_err(path, e.to_string()))?;
-    Ok(BlocksInput { blocks, densities: dens, crs: t.provenance().crs })
+    Ok(BlocksInput { blocks, densities: rows.iter().map(|r| r.density).collect(), crs: prov.crs })
 }
 
-/// Read a terrain directory (vertices.parquet + triangles.parquet, talus_schema::terrain).
+/// Read a terrain directory ([`talus_io::tin::read`]) into the TIN collider.
 pub fn read_terrain(dir: &Path) -> Result<Tin, Error> {
-    let vp = dir.join(names::terrain::VERTICES);
-    let tp = dir.join(names::terrain::TRIANGLES);
-    let v = talus_io::read_table(&vp, &talus_schema::terrain::vertices_schema())?;
-    let t = talus_io::read_table(&tp, &talus_schema::terrain::triangles_schema())?;
-    let (vid, x, y, z) = (v.u32s("id")?, v.f64s("x")?, v.f64s("y")?, v.f64s("z")?);
-    let mut verts = vec![Vector3::zeros(); vid.len()];
-    for k in 0..vid.len() {
-        let i = vid[k] as usize;
-        if i >= verts.len() {
-            return Err(input_err(
-                &vp,
-                format!("vertex id {i} out of 0..{} (ids must be dense)", verts.len()),
-            ));
-        }
-        verts[i] = Vector3::new(x[k], y[k], z[k]);
-    }
-    let (v0, v1, v2) = (t.u32s("v0")?, t.u32s("v1")?, t.u32s("v2")?);
-    if v0.is_empty() {
-        return Err(input_err(&tp, "the terrain has no triangles"));
-    }
-    let tris: Vec<[u32; 3]> = (0..v0.len()).map(|k| [v0[k], v1[k], v2[k]]).collect();
-    Tin::new(verts, tris).map_err(|e| input_err(&tp, e.to_string()))
+    let t = talus_io::tin::read(dir)?;
+    let verts = t.vertices.iter().map(|p| Vector3::from(*p)).collect();
+    Tin::new(verts, t.triangles)
+        .map_err(|e| input_err(&dir.join(names::terrain::TRIANGLES), e.to_string()))
 }
 
 /// The statics of a run: the TIN (if any) and the configured planes.
@@ -327,50 +289,23 @@ pub fn diagnostics_batch(rows: &[DiagRow]) -> RecordBatch {
         .expect("diagnostics schema")
 }
 
-/// The blocks table of a state (final state, or a checkpoint).
-pub fn blocks_batch(blocks: &[Block], densities: &[f64]) -> RecordBatch {
-    let g = |f: &dyn Fn(&Block) -> f64| f64col(blocks.iter().map(f).collect());
-    let cols: Vec<ArrayRef> = vec![
-        Arc::new(UInt32Array::from(blocks.iter().map(|b| b.id).collect::<Vec<_>>())),
-        g(&|b| 2.0 * b.half.x),
-        g(&|b| 2.0 * b.half.y),
-        g(&|b| 2.0 * b.half.z),
-        f64col(densities.to_vec()),
-        g(&|b| b.mass),
-        g(&|b| b.pos.x),
-        g(&|b| b.pos.y),
-        g(&|b| b.pos.z),
-        g(&|b| b.rot.w),
-        g(&|b| b.rot.i),
-        g(&|b| b.rot.j),
-        g(&|b| b.rot.k),
-        g(&|b| b.vel.x),
-        g(&|b| b.vel.y),
-        g(&|b| b.vel.z),
-        g(&|b| b.omega.x),
-        g(&|b| b.omega.y),
-        g(&|b| b.omega.z),
-        Arc::new(BooleanArray::from(blocks.iter().map(|b| b.active).collect::<Vec<_>>())),
-        Arc::new(BinaryArray::from_iter_values(
-            blocks.iter().map(|b| talus_io::geo::wkb_point(b.pos.x, b.pos.y)),
-        )),
-    ];
-    RecordBatch::try_new(Arc::new(talus_schema::blocks::schema()), cols).expect("blocks schema")
-}
-
-fn blocks_provenance(base: &Provenance, blocks: &[Block], crs: Option<&Crs>) -> Provenance {
-    let (mut lo, mut hi) = ([f64::INFINITY; 2], [f64::NEG_INFINITY; 2]);
-    for b in blocks {
-        lo = [lo[0].min(b.pos.x), lo[1].min(b.pos.y)];
-        hi = [hi[0].max(b.pos.x), hi[1].max(b.pos.y)];
-    }
-    let geo = talus_io::geo::geo_metadata(
-        "geometry",
-        &["Point"],
-        crs,
-        Some([lo[0], lo[1], hi[0], hi[1]]),
-    );
-    base.clone().with_extra(talus_io::geo::GEO_KEY, geo)
+/// The rows of the blocks table of a state (final state, or a checkpoint).
+pub fn block_rows(blocks: &[Block], densities: &[f64]) -> Vec<talus_io::blocks::BlockRow> {
+    blocks
+        .iter()
+        .zip(densities)
+        .map(|(b, &density)| talus_io::blocks::BlockRow {
+            id: b.id,
+            size: (2.0 * b.half).into(),
+            density,
+            mass: b.mass,
+            centre: b.pos.into(),
+            orientation: [b.rot.w, b.rot.i, b.rot.j, b.rot.k],
+            velocity: b.vel.into(),
+            angular_velocity: b.omega.into(),
+            active: b.active,
+        })
+        .collect()
 }
 
 /// Checkpoint state (JSON).
@@ -788,10 +723,9 @@ pub fn run(
             done.traj.finish()?;
             done.energy.finish()?;
             done.diag.finish()?;
-            talus_io::write_parquet(
+            talus_io::blocks::write(
                 &cur_dir.join(names::run::CHECKPOINT_STATE),
-                Arc::new(talus_schema::blocks::schema()),
-                &[blocks_batch(&sim.blocks, &densities)],
+                &block_rows(&sim.blocks, &densities),
                 &prov,
             )?;
             let t = sim.totals;
@@ -834,12 +768,10 @@ pub fn run(
     main.traj.finish()?;
     main.energy.finish()?;
     main.diag.finish()?;
-    let fprov = blocks_provenance(&prov, &sim.blocks, input.crs.as_ref());
-    talus_io::write_parquet(
+    talus_io::blocks::write(
         &out_dir.join(names::run::FINAL),
-        Arc::new(talus_schema::blocks::schema()),
-        &[blocks_batch(&sim.blocks, &densities)],
-        &fprov,
+        &block_rows(&sim.blocks, &densities),
+        &prov,
     )?;
 
     summary.steps = sim.step;

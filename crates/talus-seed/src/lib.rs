@@ -25,13 +25,11 @@ pub mod pack;
 pub mod thesis;
 pub mod void;
 
-use arrow::array::{ArrayRef, BinaryArray, BooleanArray, Float64Array, RecordBatch, UInt32Array};
 use boxes::Block;
 use nalgebra::UnitQuaternion;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use talus_io::{IoError, Progress, Provenance};
 use void::{GridGeometry, Outline, Void};
 
@@ -454,38 +452,26 @@ fn target_scale(config: &Config, volume: f64, target: usize) -> f64 {
     (0.8 * volume / (target as f64 * v0)).cbrt()
 }
 
-/// Blocks as a record batch of `talus_schema::blocks::schema()` (ids 0..n).
-pub fn blocks_batch(blocks: &[Block], density: f64) -> RecordBatch {
-    let f = |g: &dyn Fn(&Block) -> f64| -> ArrayRef {
-        Arc::new(Float64Array::from_iter_values(blocks.iter().map(g)))
-    };
-    let q = |b: &Block| *b.orientation.quaternion();
-    let cols: Vec<ArrayRef> = vec![
-        Arc::new(UInt32Array::from_iter_values(0..blocks.len() as u32)),
-        f(&|b| b.size[0]),
-        f(&|b| b.size[1]),
-        f(&|b| b.size[2]),
-        f(&|_| density),
-        f(&|b| density * b.volume()),
-        f(&|b| b.centre[0]),
-        f(&|b| b.centre[1]),
-        f(&|b| b.centre[2]),
-        f(&|b| q(b).w),
-        f(&|b| q(b).i),
-        f(&|b| q(b).j),
-        f(&|b| q(b).k),
-        f(&|b| b.velocity[0]),
-        f(&|b| b.velocity[1]),
-        f(&|b| b.velocity[2]),
-        f(&|b| b.angular_velocity[0]),
-        f(&|b| b.angular_velocity[1]),
-        f(&|b| b.angular_velocity[2]),
-        Arc::new(BooleanArray::from(vec![true; blocks.len()])),
-        Arc::new(BinaryArray::from_iter_values(
-            blocks.iter().map(|b| talus_io::geo::wkb_point(b.centre[0], b.centre[1])),
-        )),
-    ];
-    RecordBatch::try_new(Arc::new(talus_schema::blocks::schema()), cols).expect("blocks schema")
+/// Blocks as rows of the blocks table (ids 0..n, at rest unless given velocities).
+pub fn block_rows(blocks: &[Block], density: f64) -> Vec<talus_io::blocks::BlockRow> {
+    blocks
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let q = b.orientation.quaternion();
+            talus_io::blocks::BlockRow {
+                id: i as u32,
+                size: b.size,
+                density,
+                mass: density * b.volume(),
+                centre: b.centre,
+                orientation: [q.w, q.i, q.j, q.k],
+                velocity: b.velocity,
+                angular_velocity: b.angular_velocity,
+                active: true,
+            }
+        })
+        .collect()
 }
 
 /// Write blocks to a GeoParquet blocks file (atomic).
@@ -495,42 +481,28 @@ pub fn write_blocks(
     density: f64,
     prov: Provenance,
 ) -> Result<(), SeedError> {
-    let mut bbox = [f64::INFINITY, f64::INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY];
-    for b in blocks {
-        bbox = [
-            bbox[0].min(b.centre[0]),
-            bbox[1].min(b.centre[1]),
-            bbox[2].max(b.centre[0]),
-            bbox[3].max(b.centre[1]),
-        ];
-    }
-    let geo = talus_io::geo::geo_metadata("geometry", &["Point"], prov.crs.as_ref(), Some(bbox));
-    let prov = prov.with_extra(talus_io::geo::GEO_KEY, geo);
-    let batch = blocks_batch(blocks, density);
-    talus_io::write_parquet(path, batch.schema(), &[batch], &prov)?;
-    Ok(())
+    Ok(talus_io::blocks::write(path, &block_rows(blocks, density), &prov)?)
 }
 
 /// Read a blocks file (any stage's) back into blocks, with the densities.
 pub fn read_blocks(path: &Path) -> Result<(Vec<Block>, Vec<f64>), SeedError> {
-    let t = talus_io::read_table(path, &talus_schema::blocks::schema())?;
-    let g = |c: &str| t.f64s(c);
-    let (a, b, c, rho) = (g("a")?, g("b")?, g("c")?, g("density")?);
-    let (x, y, z) = (g("x")?, g("y")?, g("z")?);
-    let (qw, qx, qy, qz) = (g("qw")?, g("qx")?, g("qy")?, g("qz")?);
-    let (vx, vy, vz, wx, wy, wz) = (g("vx")?, g("vy")?, g("vz")?, g("wx")?, g("wy")?, g("wz")?);
-    let blocks = (0..a.len())
-        .map(|i| Block {
-            size: [a[i], b[i], c[i]],
-            centre: [x[i], y[i], z[i]],
+    let (rows, _) = talus_io::blocks::read(path)?;
+    let blocks = rows
+        .iter()
+        .map(|r| Block {
+            size: r.size,
+            centre: r.centre,
             orientation: UnitQuaternion::new_unchecked(nalgebra::Quaternion::new(
-                qw[i], qx[i], qy[i], qz[i],
+                r.orientation[0],
+                r.orientation[1],
+                r.orientation[2],
+                r.orientation[3],
             )),
-            velocity: [vx[i], vy[i], vz[i]],
-            angular_velocity: [wx[i], wy[i], wz[i]],
+            velocity: r.velocity,
+            angular_velocity: r.angular_velocity,
         })
         .collect();
-    Ok((blocks, rho))
+    Ok((blocks, rows.iter().map(|r| r.density).collect()))
 }
 
 /// Run the stage: DoD + zones (+ the post-event TIN directory of `talus terrain`, which
@@ -549,13 +521,8 @@ pub fn run(
     let (void, outline, crs) = read_void(config, dod, zones)?;
     let tin = match terrain {
         Some(dir) => {
+            // The reader refuses a terrain without triangles.
             let tin = talus_terrain::export::read_tin(dir)?;
-            if tin.triangles.is_empty() {
-                return Err(SeedError::Input {
-                    path: dir.to_path_buf(),
-                    message: "the terrain has no triangle".into(),
-                });
-            }
             Some(void::TinFloor::new(tin, 10.0))
         }
         None => None,

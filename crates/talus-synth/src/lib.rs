@@ -62,8 +62,6 @@ pub enum Error {
     Io(#[from] talus_io::IoError),
 }
 
-/// Output file names inside the output directory.
-
 /// What `talus synth` produced.
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {

@@ -5,19 +5,13 @@ use std::path::Path;
 use std::sync::Arc;
 use talus_engine::body::Block;
 use talus_engine::config::{Config, Kappa, PlaneConfig};
-use talus_engine::driver::{Error, blocks_batch, run};
+use talus_engine::driver::{Error, block_rows, run};
 use talus_io::{NoProgress, Provenance};
 
 fn write_blocks(path: &Path, blocks: &[Block]) {
     let dens = vec![2000.0; blocks.len()];
     let prov = Provenance::new("seed", "test", &serde_json::json!({}));
-    talus_io::write_parquet(
-        path,
-        Arc::new(talus_schema::blocks::schema()),
-        &[blocks_batch(blocks, &dens)],
-        &prov,
-    )
-    .unwrap();
+    talus_io::blocks::write(path, &block_rows(blocks, &dens), &prov).unwrap();
 }
 
 fn scene() -> Vec<Block> {

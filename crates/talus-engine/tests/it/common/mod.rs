@@ -3,10 +3,11 @@
 //! the thesis's granular-heap inputs (`data/thesis-granular/` in the repository): N blocks
 //! thrown toward the origin over the ground z = 0, Δt = 0.001 s, κ = 0.5 × total mass / N
 //! (the thesis code's choice), density 5000 kg/m³, g = 9.80665 m/s² (its constants).
-//! Reader: a minimal private helper here (the thesis files are 3 edge lengths per line,
-//! and 6 lines per block: position, velocity, angular velocity, axes i, j, k).
+//! Reader: `talus_seed::thesis::read`, the one `talus seed --thesis-dir` uses (3 edge
+//! lengths per line, and 6 lines per block: position, velocity, angular velocity, axes
+//! i, j, k).
 
-use nalgebra::{Matrix3, Rotation3, UnitQuaternion, Vector3};
+use nalgebra::{UnitQuaternion, Vector3};
 use std::path::{Path, PathBuf};
 use talus_engine::body::Block;
 use talus_engine::config::{Config, Kappa, PlaneConfig, SolverConfig};
@@ -24,31 +25,18 @@ pub fn thesis_dir() -> PathBuf {
     dir
 }
 
-fn numbers(path: &Path) -> Vec<Vec<f64>> {
-    std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| l.split_whitespace().map(|t| t.parse::<f64>().expect("number")).collect())
-        .collect()
-}
-
+/// The thesis heap of `n` blocks (density 5000 kg/m³, ids 0..n), read by seed's reader.
 pub fn thesis_blocks(dir: &Path, n: usize) -> Vec<Block> {
-    let sizes = numbers(&dir.join(format!("size_{n}.data")));
-    let pos = numbers(&dir.join(format!("position_{n}.data")));
-    assert_eq!(sizes.len(), n);
-    assert_eq!(pos.len(), 6 * n);
-    (0..n)
-        .map(|k| {
-            let v =
-                |r: usize| Vector3::new(pos[6 * k + r][0], pos[6 * k + r][1], pos[6 * k + r][2]);
-            let m = Matrix3::from_columns(&[v(3), v(4), v(5)]);
-            let rot = UnitQuaternion::from_rotation_matrix(&Rotation3::from_matrix(&m));
-            let s = &sizes[k];
-            let mut b = Block::new(k as u32, s[0], s[1], s[2], 5000.0, v(0), rot);
-            b.vel = v(1);
-            b.omega = v(2);
-            b
+    let read = talus_seed::thesis::read(dir, n).unwrap_or_else(|e| panic!("{e}"));
+    read.iter()
+        .enumerate()
+        .map(|(k, s)| {
+            let [a, b, c] = s.size;
+            let mut blk =
+                Block::new(k as u32, a, b, c, 5000.0, Vector3::from(s.centre), s.orientation);
+            blk.vel = Vector3::from(s.velocity);
+            blk.omega = Vector3::from(s.angular_velocity);
+            blk
         })
         .collect()
 }
