@@ -12,7 +12,7 @@
 //! PNGs are drawn into a temporary file beside the destination and renamed into place.
 
 use crate::deposit::ThicknessMap;
-use crate::inputs::{CELL_DEPOSIT, CELL_SCAR, Data, Grid, Survey, Zone};
+use crate::inputs::{CELL_DEPOSIT, CELL_SCAR, Data, Grid, Survey, Zone, ZoneKind};
 use crate::{Config, Error};
 use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
@@ -226,7 +226,7 @@ fn draw_raster(
 fn draw_zones(
     chart: &mut Chart,
     zones: &[Zone],
-    kind: &str,
+    kind: ZoneKind,
     colour: RGBColor,
     label: &str,
 ) -> Result<(), String> {
@@ -341,8 +341,14 @@ fn dod_figure(config: &Config, s: &Survey, path: &Path) -> Result<(), Error> {
             let v = sample(&s.grid, &s.dz, x, y)?;
             Some(if v.is_finite() { diverging((v + lim) / (2.0 * lim)) } else { NODATA })
         })?;
-        draw_zones(&mut chart, &s.zones, "scar", SCAR_COLOUR, "scar (significant loss)")?;
-        draw_zones(&mut chart, &s.zones, "deposit", DEPOSIT_COLOUR, "deposit (significant gain)")?;
+        draw_zones(&mut chart, &s.zones, ZoneKind::Scar, SCAR_COLOUR, "scar (significant loss)")?;
+        draw_zones(
+            &mut chart,
+            &s.zones,
+            ZoneKind::Deposit,
+            DEPOSIT_COLOUR,
+            "deposit (significant gain)",
+        )?;
         legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         colour_bar(&bar_area, -lim, lim, "dz = z_post - z_pre (m)", diverging)
     })
@@ -404,11 +410,11 @@ fn deposit_figure(
                     Some(NODATA)
                 }
             })?;
-            draw_zones(&mut chart, &s.zones, "scar", SCAR_COLOUR, "scar outline")?;
+            draw_zones(&mut chart, &s.zones, ZoneKind::Scar, SCAR_COLOUR, "scar outline")?;
             draw_zones(
                 &mut chart,
                 &s.zones,
-                "deposit",
+                ZoneKind::Deposit,
                 DEPOSIT_COLOUR,
                 "surveyed deposit outline",
             )?;
@@ -551,11 +557,11 @@ fn trajectories_figure(config: &Config, data: &Data, path: &Path, side: bool) ->
                     })
                 })?;
             }
-            draw_zones(&mut chart, &s.zones, "scar", SCAR_COLOUR, "scar outline")?;
+            draw_zones(&mut chart, &s.zones, ZoneKind::Scar, SCAR_COLOUR, "scar outline")?;
             draw_zones(
                 &mut chart,
                 &s.zones,
-                "deposit",
+                ZoneKind::Deposit,
                 DEPOSIT_COLOUR,
                 "surveyed deposit outline",
             )?;

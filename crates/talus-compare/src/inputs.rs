@@ -192,16 +192,8 @@ pub struct Diagnostics {
     pub status_counts: BTreeMap<String, usize>,
 }
 
-/// A scar or deposit zone.
-#[derive(Debug, Clone)]
-pub struct Zone {
-    pub zone_id: i32,
-    pub kind: String,
-    pub area: f64,
-    pub volume: f64,
-    /// Polygons, each a list of rings (exterior first).
-    pub polygons: Vec<Vec<Vec<[f64; 2]>>>,
-}
+/// A scar or deposit zone (a row of the zones table).
+pub use talus_io::zones::{ZoneKind, ZoneRow as Zone};
 
 /// Cell classes on the grid.
 pub const CELL_NONE: u8 = 0;
@@ -424,33 +416,7 @@ fn parse_grid(path: &Path, meta: &BTreeMap<String, String>) -> Result<Grid, Erro
 pub fn read_survey(dod_path: &Path, zones_path: &Path) -> Result<Survey, Error> {
     let dod = read_table(dod_path, &diff::dod_schema())?;
     let grid = parse_grid(dod_path, &dod.metadata)?;
-    let zt = read_table(zones_path, &diff::zones_schema())?;
-    let mut zones = Vec::new();
-    let (zid, kind, area, vol, geom) = (
-        zt.i32s("zone_id")?,
-        zt.strings("kind")?,
-        zt.f64s("area")?,
-        zt.f64s("volume")?,
-        zt.binaries("geometry")?,
-    );
-    for i in 0..zid.len() {
-        if kind[i] != "scar" && kind[i] != "deposit" {
-            return Err(Error::input(
-                zones_path,
-                format!("zone {} has unknown kind `{}`", zid[i], kind[i]),
-            ));
-        }
-        let polygons = talus_io::geo::parse_wkb_polygons(&geom[i]).ok_or_else(|| {
-            Error::input(zones_path, format!("zone {}: geometry is not a WKB polygon", zid[i]))
-        })?;
-        zones.push(Zone {
-            zone_id: zid[i],
-            kind: kind[i].clone(),
-            area: area[i],
-            volume: vol[i],
-            polygons,
-        });
-    }
+    let (zones, _) = talus_io::zones::read(zones_path)?;
     let (rows, cols) = (dod.u32s("row")?, dod.u32s("col")?);
     for i in 0..rows.len() {
         if rows[i] as usize >= grid.ny || cols[i] as usize >= grid.nx {
@@ -472,8 +438,8 @@ pub fn read_survey(dod_path: &Path, zones_path: &Path) -> Result<Survey, Error> 
         Column::new("zone_id".into(), dod.i32s("zone_id")?),
     ])?;
     let zone_df = DataFrame::new_infer_height(vec![
-        Column::new("zone_id".into(), zid.clone()),
-        Column::new("kind".into(), kind.clone()),
+        Column::new("zone_id".into(), zones.iter().map(|z| z.zone_id).collect::<Vec<_>>()),
+        Column::new("kind".into(), zones.iter().map(|z| z.kind.name()).collect::<Vec<_>>()),
     ])?;
     let cells = cells
         .lazy()

@@ -47,8 +47,6 @@ pub enum Error {
     CrsMismatch { pre: PathBuf, pre_crs: String, post: PathBuf, post_crs: String },
     #[error("{path}: no points left after keeping classes {classes:?} (of {total} points)")]
     EmptyAfterFilter { path: PathBuf, classes: Vec<u8>, total: usize },
-    #[error("{path}: point {index} has a non-finite coordinate")]
-    NonFinite { path: PathBuf, index: usize },
     #[error(
         "the surveys do not overlap: {pre} covers {pre_box:?}, {post} covers {post_box:?} (boxes are [xmin, ymin, xmax, ymax])"
     )]
@@ -137,36 +135,6 @@ pub struct DiffResult {
     pub m3c2: Vec<m3c2::M3c2Row>,
     pub c2c: Vec<c2c::C2cRow>,
     pub summary: Summary,
-}
-
-/// The points of one survey kept for differencing.
-pub fn filter_points(
-    path: &Path,
-    x: &[f64],
-    y: &[f64],
-    z: &[f64],
-    class: &[u8],
-    classes: &[u8],
-) -> Result<Vec<[f64; 3]>, Error> {
-    let mut out = Vec::with_capacity(x.len());
-    for i in 0..x.len() {
-        if !classes.is_empty() && !classes.contains(&class[i]) {
-            continue;
-        }
-        let p = [x[i], y[i], z[i]];
-        if !p.iter().all(|v| v.is_finite()) {
-            return Err(Error::NonFinite { path: path.to_path_buf(), index: i });
-        }
-        out.push(p);
-    }
-    if out.is_empty() {
-        return Err(Error::EmptyAfterFilter {
-            path: path.to_path_buf(),
-            classes: classes.to_vec(),
-            total: x.len(),
-        });
-    }
-    Ok(out)
 }
 
 fn bbox(p: &[[f64; 3]]) -> [f64; 4] {
@@ -327,16 +295,20 @@ pub fn run(
     progress: &dyn Progress,
 ) -> Result<Summary, Error> {
     config.validate()?;
-    let schema = talus_schema::points::core_schema();
     progress.start("read", 0);
     let mut crs_of = Vec::new();
     let mut clouds = Vec::new();
     for path in [pre_path, post_path] {
-        let t = talus_io::read_table(path, &schema)?;
-        crs_of.push(t.provenance().crs);
-        let (x, y, z, c) = (t.f64s("x")?, t.f64s("y")?, t.f64s("z")?, t.u8s("classification")?);
-        drop(t);
-        clouds.push(filter_points(path, &x, &y, &z, &c, &config.classes)?);
+        let points = talus_io::points::read(path, &config.classes)?;
+        if points.xyz.is_empty() {
+            return Err(Error::EmptyAfterFilter {
+                path: path.to_path_buf(),
+                classes: config.classes.clone(),
+                total: points.total,
+            });
+        }
+        crs_of.push(points.crs);
+        clouds.push(points.xyz);
     }
     progress.finish();
     let crs = check_crs(config, pre_path, &crs_of[0], post_path, &crs_of[1])?;

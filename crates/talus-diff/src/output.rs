@@ -4,14 +4,13 @@
 
 use crate::{DiffResult, Error, output_paths};
 use arrow::array::{
-    ArrayRef, BinaryArray, BooleanArray, Float64Array, Int32Array, RecordBatch, StringArray,
-    UInt8Array, UInt32Array,
+    ArrayRef, BooleanArray, Float64Array, Int32Array, RecordBatch, UInt8Array, UInt32Array,
 };
 use arrow::datatypes::Schema;
 use std::path::Path;
 use std::sync::Arc;
-use talus_io::{Crs, Provenance, geo};
-use talus_schema::diff::{GRID_KEY, c2c_schema, dod_schema, m3c2_schema, zones_schema};
+use talus_io::{Crs, Provenance};
+use talus_schema::diff::{GRID_KEY, c2c_schema, dod_schema, m3c2_schema};
 
 const CHUNK: usize = 1 << 20;
 
@@ -62,7 +61,7 @@ pub(crate) fn write_all(
             .with_crs(crs.cloned());
         write_dod(&paths[0], r, &base)?;
         written.push(&paths[0]);
-        write_zones(&paths[1], r, &base, crs)?;
+        write_zones(&paths[1], r, &base)?;
         written.push(&paths[1]);
         write_m3c2(&paths[2], r, &base)?;
         written.push(&paths[2]);
@@ -110,49 +109,24 @@ fn write_dod(path: &Path, r: &DiffResult, base: &Provenance) -> Result<(), Error
     })
 }
 
-fn write_zones(
-    path: &Path,
-    r: &DiffResult,
-    base: &Provenance,
-    crs: Option<&Crs>,
-) -> Result<(), Error> {
-    let zs = &r.zones;
-    let mut bb = [f64::INFINITY, f64::INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY];
-    let mut wkb = Vec::new();
-    let mut types: Vec<&str> = Vec::new();
-    for z in zs {
-        for p in z.polygons.iter().flatten().flatten() {
-            bb = [bb[0].min(p[0]), bb[1].min(p[1]), bb[2].max(p[0]), bb[3].max(p[1])];
-        }
-        let (w, t) = if z.polygons.len() == 1 {
-            (geo::wkb_polygon(&z.polygons[0]), "Polygon")
-        } else {
-            (geo::wkb_multipolygon(&z.polygons), "MultiPolygon")
-        };
-        wkb.push(w);
-        if !types.contains(&t) {
-            types.push(t);
-        }
-    }
-    types.sort_unstable();
-    let meta = geo::geo_metadata("geometry", &types, crs, (!zs.is_empty()).then_some(bb));
-    let prov = base.clone().with_extra(geo::GEO_KEY, meta);
-    let schema = Arc::new(zones_schema());
-    let cols: Vec<ArrayRef> = vec![
-        Arc::new(Int32Array::from_iter_values(zs.iter().map(|z| z.zone_id))),
-        Arc::new(StringArray::from_iter_values(zs.iter().map(|z| z.kind.name()))),
-        f64a(zs.iter().map(|z| z.area)),
-        f64a(zs.iter().map(|z| z.volume.volume)),
-        f64a(zs.iter().map(|z| z.volume.error)),
-        Arc::new(UInt32Array::from_iter_values(zs.iter().map(|z| z.cells.len() as u32))),
-        f64a(zs.iter().map(|z| z.centroid[0])),
-        f64a(zs.iter().map(|z| z.centroid[1])),
-        f64a(zs.iter().map(|z| z.z_max)),
-        f64a(zs.iter().map(|z| z.z_min)),
-        Arc::new(BinaryArray::from_iter_values(wkb.iter())),
-    ];
-    let b = batch(path, &schema, cols)?;
-    talus_io::write_parquet(path, schema, &[b], &prov)?;
+fn write_zones(path: &Path, r: &DiffResult, base: &Provenance) -> Result<(), Error> {
+    let rows: Vec<talus_io::zones::ZoneRow> = r
+        .zones
+        .iter()
+        .map(|z| talus_io::zones::ZoneRow {
+            zone_id: z.zone_id,
+            kind: z.kind,
+            area: z.area,
+            volume: z.volume.volume,
+            volume_error: z.volume.error,
+            cells: z.cells.len() as u32,
+            centroid: z.centroid,
+            z_max: z.z_max,
+            z_min: z.z_min,
+            polygons: z.polygons.clone(),
+        })
+        .collect();
+    talus_io::zones::write(path, &rows, base)?;
     Ok(())
 }
 

@@ -24,25 +24,7 @@ use crate::config::{Connectivity, VolumeError, ZonesConfig};
 use crate::dod::{Dod, Grid};
 use serde::Serialize;
 
-/// Kind of change zone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ZoneKind {
-    /// Significant loss.
-    Scar,
-    /// Significant gain.
-    Deposit,
-}
-
-impl ZoneKind {
-    /// The name written in the `kind` column.
-    pub fn name(self) -> &'static str {
-        match self {
-            ZoneKind::Scar => "scar",
-            ZoneKind::Deposit => "deposit",
-        }
-    }
-}
+pub use talus_io::zones::ZoneKind;
 
 /// A volume with its 1-sigma error.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]

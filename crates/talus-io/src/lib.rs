@@ -15,7 +15,7 @@
 //! Modules: [`error`] ([`IoError`]), [`crs`], [`provenance`] (and SHA-256), [`atomic`],
 //! [`parquet_io`] (sink, writer properties, schema-checked reading), [`progress`], [`geo`],
 //! and the shared interchange tables with their one reader and one writer: [`blocks`],
-//! [`tin`].
+//! [`tin`], [`zones`], and the reader of [`points`] (whose writer is `talus ingest`).
 
 pub mod atomic;
 pub mod blocks;
@@ -23,9 +23,11 @@ pub mod crs;
 pub mod error;
 pub mod geo;
 pub mod parquet_io;
+pub mod points;
 pub mod progress;
 pub mod provenance;
 pub mod tin;
+pub mod zones;
 
 pub use atomic::AtomicFile;
 pub use crs::Crs;

@@ -215,20 +215,13 @@ pub fn read_void(
     dod: &Path,
     zones: &Path,
 ) -> Result<(Void, Outline, Option<talus_io::Crs>), SeedError> {
-    let zt = talus_io::read_table(zones, &talus_schema::diff::zones_schema())?;
-    let (ids, kinds, geoms) = (zt.i32s("zone_id")?, zt.strings("kind")?, zt.binaries("geometry")?);
-    let mut polygons = Vec::new();
-    for i in 0..ids.len() {
-        if kinds[i] != "scar" || !(config.zone_ids.is_empty() || config.zone_ids.contains(&ids[i]))
-        {
-            continue;
-        }
-        let p = talus_io::geo::parse_wkb_polygons(&geoms[i]).ok_or_else(|| SeedError::Input {
-            path: zones.to_path_buf(),
-            message: format!("zone {}: geometry is not a WKB Polygon/MultiPolygon", ids[i]),
-        })?;
-        polygons.extend(p);
-    }
+    let (table, _) = talus_io::zones::read(zones)?;
+    let wanted = |id: i32| config.zone_ids.is_empty() || config.zone_ids.contains(&id);
+    let polygons: Vec<_> = table
+        .into_iter()
+        .filter(|z| z.kind == talus_io::zones::ZoneKind::Scar && wanted(z.zone_id))
+        .flat_map(|z| z.polygons)
+        .collect();
     if polygons.is_empty() {
         return Err(SeedError::EmptyScar {
             path: zones.to_path_buf(),

@@ -42,22 +42,8 @@ pub enum Region {
     Zones,
 }
 
-/// Which zones of the diff stage shape the region.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ZoneKind {
-    Scar,
-    Deposit,
-}
-
-impl ZoneKind {
-    fn label(self) -> &'static str {
-        match self {
-            ZoneKind::Scar => "scar",
-            ZoneKind::Deposit => "deposit",
-        }
-    }
-}
+/// Which zones of the diff stage shape the region (`scar`, `deposit`).
+pub use talus_io::zones::ZoneKind;
 
 /// What to keep of points sharing the same (x, y) within `duplicate_tolerance`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -250,13 +236,8 @@ pub type ReadPoints = (Vec<[f64; 3]>, usize, Option<talus_io::Crs>);
 
 /// Points of the kept classes (as (x, y, z)) and the input's CRS.
 pub fn read_points(config: &Config, points: &Path) -> Result<ReadPoints, TerrainError> {
-    let t = talus_io::read_table(points, &talus_schema::points::core_schema())?;
-    let (x, y, z, cls) = (t.f64s("x")?, t.f64s("y")?, t.f64s("z")?, t.u8s("classification")?);
-    let keep = |c: u8| config.classes.is_empty() || config.classes.contains(&c);
-    let pts: Vec<[f64; 3]> =
-        (0..x.len()).filter(|&i| keep(cls[i])).map(|i| [x[i], y[i], z[i]]).collect();
-    prepare::check_finite(&pts, points)?;
-    Ok((pts, x.len(), t.provenance().crs))
+    let p = talus_io::points::read(points, &config.classes)?;
+    Ok((p.xyz, p.total, p.crs))
 }
 
 /// The region of interest as a convex region (`None` = everything).
@@ -281,7 +262,7 @@ pub fn region(
             let outline: Vec<[f64; 2]> =
                 polygons.iter().filter_map(|p| p.first()).flatten().copied().collect();
             if outline.is_empty() {
-                let names: Vec<_> = config.zone_kinds.iter().map(|k| k.label()).collect();
+                let names: Vec<_> = config.zone_kinds.iter().map(|k| k.name()).collect();
                 return Err(TerrainError::Input {
                     path: path.to_path_buf(),
                     message: format!("no zone of kind {names:?}: the region of interest is empty"),
@@ -293,25 +274,12 @@ pub fn region(
 }
 
 /// A polygon: its outer ring then its holes, each a list of (x, y) vertices.
-pub type Polygon = Vec<Vec<[f64; 2]>>;
+pub use talus_io::zones::Polygon;
 
 /// The polygons (holes included) of the zones of the given kinds in a zones table.
 pub fn zone_polygons(path: &Path, kinds: &[ZoneKind]) -> Result<Vec<Polygon>, TerrainError> {
-    let t = talus_io::read_table(path, &talus_schema::diff::zones_schema())?;
-    let labels = t.strings("kind")?;
-    let geoms = t.binaries("geometry")?;
-    let mut polygons = Vec::new();
-    for (k, g) in labels.iter().zip(&geoms) {
-        if !kinds.iter().any(|z| z.label() == k) {
-            continue;
-        }
-        let polys = talus_io::geo::parse_wkb_polygons(g).ok_or_else(|| TerrainError::Input {
-            path: path.to_path_buf(),
-            message: "a zone geometry is not a WKB Polygon/MultiPolygon".into(),
-        })?;
-        polygons.extend(polys);
-    }
-    Ok(polygons)
+    let (zones, _) = talus_io::zones::read(path)?;
+    Ok(zones.into_iter().filter(|z| kinds.contains(&z.kind)).flat_map(|z| z.polygons).collect())
 }
 
 /// How the bed surface was put together (`surface = "bed"`).

@@ -1,6 +1,6 @@
 //! Input preparation: class filter, region of interest, duplicate-xy merging.
 
-use crate::{Duplicates, TerrainError};
+use crate::Duplicates;
 use robust::{Coord, orient2d};
 
 /// A convex region: the convex hull of a set of outline vertices, grown by a buffer.
@@ -119,17 +119,6 @@ pub fn merge_duplicates(
     }
     let merged = points.len() - out.len();
     (out, merged)
-}
-
-/// Refuse non-finite coordinates (they would poison the triangulation).
-pub fn check_finite(points: &[[f64; 3]], path: &std::path::Path) -> Result<(), TerrainError> {
-    match points.iter().position(|p| !p.iter().all(|v| v.is_finite())) {
-        Some(i) => Err(TerrainError::Input {
-            path: path.to_path_buf(),
-            message: format!("point {i} has a non-finite coordinate"),
-        }),
-        None => Ok(()),
-    }
 }
 
 #[cfg(test)]
