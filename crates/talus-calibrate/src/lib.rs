@@ -22,35 +22,16 @@
 //!    once, into `OUT/shared/`; then per member `seed` (if varied), `run` and `compare`
 //!    into `OUT/members/NNNN/`, which writes `row.parquet`; then the collection.
 
-use std::path::PathBuf;
-
 pub mod config;
 pub mod ensemble;
+pub mod error;
 pub mod report;
 pub mod sample;
+pub mod sensitivity;
 pub mod table;
 
 pub use config::{Config, Parameters, Scale, Search, Spec, Weights};
 pub use ensemble::{Collected, Ensemble, describe};
+pub use error::Error;
 pub use sample::{BaseBlocks, Member, Parameter, member, member_count, members, parameters};
 pub use table::{Metrics, Row, Status};
-
-/// Errors of the calibration; each names the option or file at fault.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("[calibrate] {0}")]
-    Config(String),
-    #[error(transparent)]
-    Io(#[from] talus_io::IoError),
-    #[error("{0}")]
-    Table(String),
-    #[error("{path}: {message}")]
-    Output { path: PathBuf, message: String },
-    #[error(transparent)]
-    Figure(#[from] talus_compare::Error),
-    /// The ensemble cannot go on (site, members, rows); the message says why.
-    #[error("{0}")]
-    Ensemble(String),
-    #[error(transparent)]
-    Pipeline(#[from] talus_pipeline::Error),
-}

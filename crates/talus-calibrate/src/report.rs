@@ -4,12 +4,11 @@
 use crate::Error;
 use crate::config::Config;
 use crate::sample::Parameter;
+use crate::sensitivity::{SensitivitySeries, sensitivity};
 use crate::table::{self, Row, Status};
-use base64::Engine;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use talus_compare::figures::{SensitivitySeries, sensitivity};
-use talus_compare::report::{escape, format_value};
+use talus_report::html::{escape, format_value, page_start, png_data_uri};
 use talus_schema::file_names::calibrate as names;
 
 /// What the collection has to show.
@@ -135,11 +134,7 @@ figure img{max-width:100%;border:1px solid #ddd}";
 fn render(c: &Collection, best: Option<usize>, best_text: Option<&str>, png: &[u8]) -> String {
     let mut h = String::new();
     let title = format!("Talus calibration: {}", c.site);
-    let _ = write!(
-        h,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title><style>{STYLE}</style></head><body>\n<h1>{t}</h1>\n",
-        t = escape(&title)
-    );
+    h.push_str(&page_start(&title, STYLE));
     let ok = c.rows.iter().filter(|r| r.status == Status::Ok).count();
     let w = &c.config.weights;
     let _ = writeln!(
@@ -182,8 +177,8 @@ fn render(c: &Collection, best: Option<usize>, best_text: Option<&str>, png: &[u
     }
     let _ = writeln!(
         h,
-        "<h2>Sensitivity</h2>\n<figure id=\"fig-sensitivity\"><img alt=\"sensitivity\" src=\"data:image/png;base64,{}\"><figcaption>Score, deposit IoU and relative runout error of every member against each varied parameter; red cross: the best member.</figcaption></figure>",
-        base64::engine::general_purpose::STANDARD.encode(png)
+        "<h2>Sensitivity</h2>\n<figure id=\"fig-sensitivity\"><img alt=\"sensitivity\" src=\"{}\"><figcaption>Score, deposit IoU and relative runout error of every member against each varied parameter; red cross: the best member.</figcaption></figure>",
+        png_data_uri(png)
     );
     h.push_str("<h2>Runs (best first)</h2>\n<table><tr><th>member</th>");
     for p in c.params {

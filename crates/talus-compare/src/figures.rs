@@ -14,24 +14,10 @@
 use crate::deposit::ThicknessMap;
 use crate::inputs::{CELL_DEPOSIT, CELL_SCAR, Data, Grid, Survey, Zone, ZoneKind};
 use crate::{Config, Error};
-use plotters::coord::Shift;
-use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
-use std::sync::Once;
-
-const FONT: &str = "sans-serif";
-static FONT_BYTES: &[u8] = include_bytes!("../../../data/fonts/DejaVuSans.ttf");
-static REGISTER: Once = Once::new();
-
-fn register_font() {
-    REGISTER.call_once(|| {
-        for style in [FontStyle::Normal, FontStyle::Bold, FontStyle::Italic, FontStyle::Oblique] {
-            // The bundled font is valid; a failure would only lose the text.
-            let _ = plotters::style::register_font(FONT, style, FONT_BYTES);
-        }
-    });
-}
+use talus_report::plot::{Area, Chart, FONT, draw_png, short};
+use talus_report::tryp;
 
 /// A figure written by [`draw_all`].
 #[derive(Debug, Clone)]
@@ -44,47 +30,6 @@ pub struct Figure {
     pub title: String,
     /// Caption for the report.
     pub caption: String,
-}
-
-type Area<'a> = DrawingArea<BitMapBackend<'a>, Shift>;
-type Chart<'a, 'b> =
-    ChartContext<'a, BitMapBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
-
-fn perr(path: &Path) -> impl Fn(String) -> Error + '_ {
-    move |message| Error::Plot { path: path.to_path_buf(), message }
-}
-
-macro_rules! tryp {
-    ($e:expr) => {
-        $e.map_err(|e| e.to_string())?
-    };
-}
-
-/// Draw into `path` atomically (temporary PNG beside it, renamed on success).
-fn draw_png(
-    path: &Path,
-    size: (u32, u32),
-    f: impl FnOnce(&Area) -> Result<(), String>,
-) -> Result<(), Error> {
-    register_font();
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| perr(path)(e.to_string()))?;
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp.png"));
-    let result = (|| {
-        let root = BitMapBackend::new(&tmp, size).into_drawing_area();
-        tryp!(root.fill(&WHITE));
-        f(&root)?;
-        tryp!(root.present());
-        Ok::<(), String>(())
-    })();
-    match result {
-        Ok(()) => std::fs::rename(&tmp, path).map_err(|e| perr(path)(e.to_string())),
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(perr(path)(e))
-        }
-    }
 }
 
 // ---------------------------------------------------------------- colour maps
@@ -302,22 +247,6 @@ fn colour_bar(
     Ok(())
 }
 
-/// A number with 2-3 significant digits for axis labels.
-fn short(v: f64) -> String {
-    let a = v.abs();
-    if a == 0.0 {
-        "0".into()
-    } else if a >= 100.0 {
-        format!("{v:.0}")
-    } else if a >= 10.0 {
-        format!("{v:.1}")
-    } else if a >= 0.1 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.1e}")
-    }
-}
-
 /// Value at a point of a dense grid vector.
 fn sample(grid: &Grid, values: &[f64], x: f64, y: f64) -> Option<f64> {
     grid.cell_of(x, y).map(|(r, c)| values[grid.index(r, c)])
@@ -328,7 +257,7 @@ fn sample(grid: &Grid, values: &[f64], x: f64, y: f64) -> Option<f64> {
 fn dod_figure(config: &Config, s: &Survey, path: &Path) -> Result<(), Error> {
     let size = (config.figure_width, config.figure_height);
     let lim = quantile(s.dz.iter().map(|v| v.abs()), 0.99).unwrap_or(1.0).max(1e-3);
-    draw_png(path, size, |root| {
+    Ok(draw_png(path, size, |root| {
         let (map_area, bar_area) = root.split_horizontally(size.0 - 130);
         let (mut chart, e) = plan_chart(
             &map_area,
@@ -351,7 +280,7 @@ fn dod_figure(config: &Config, s: &Survey, path: &Path) -> Result<(), Error> {
         )?;
         legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         colour_bar(&bar_area, -lim, lim, "dz = z_post - z_pre (m)", diverging)
-    })
+    })?)
 }
 
 fn deposit_figure(
@@ -389,7 +318,7 @@ fn deposit_figure(
     let pad = 0.08 * (ext[2] - ext[0]).max(ext[3] - ext[1]) + 2.0 * g.cell;
     let ext = [ext[0] - pad, ext[1] - pad, ext[2] + pad, ext[3] + pad];
     let fb = &data.final_blocks;
-    draw_png(path, size, |root| {
+    Ok(draw_png(path, size, |root| {
         let (maps, bar_area) = root.split_horizontally(size.0 - 130);
         let panels = maps.split_evenly((1, 2));
         let sources = [
@@ -430,7 +359,7 @@ fn deposit_figure(
             legend(&mut chart, SeriesLabelPosition::LowerRight)?;
         }
         colour_bar(&bar_area, 0.0, hi, "deposit thickness (m)", viridis)
-    })
+    })?)
 }
 
 /// Scale energies to a readable unit.
@@ -455,7 +384,7 @@ fn energy_panels(
     let size = (config.figure_width, config.figure_height);
     let t0 = time.first().copied().unwrap_or(0.0);
     let t1 = time.last().copied().unwrap_or(1.0).max(t0 + 1e-9);
-    draw_png(path, size, |root| {
+    Ok(draw_png(path, size, |root| {
         let root = tryp!(root.titled(title, (FONT, 26)));
         let areas = root.split_evenly((panels.len(), 1));
         for (area, (name, values, colour)) in areas.iter().zip(panels) {
@@ -495,7 +424,7 @@ fn energy_panels(
             tryp!(chart.draw_series(LineSeries::new(pts, colour.stroke_width(2))));
         }
         Ok(())
-    })
+    })?)
 }
 
 fn trajectories_figure(config: &Config, data: &Data, path: &Path, side: bool) -> Result<(), Error> {
@@ -536,7 +465,7 @@ fn trajectories_figure(config: &Config, data: &Data, path: &Path, side: bool) ->
         n
     );
     let t_end = tr.time.iter().copied().fold(0.0, f64::max).max(1e-9);
-    draw_png(path, size, |root| {
+    Ok(draw_png(path, size, |root| {
         let (map_area, bar_area) = root.split_horizontally(size.0 - 130);
         let ydesc = if side { "elevation (m)" } else { "northing (m)" };
         let (mut chart, e) = plan_chart(&map_area, &title, ext, "easting (m)", ydesc)?;
@@ -584,7 +513,7 @@ fn trajectories_figure(config: &Config, data: &Data, path: &Path, side: bool) ->
             .legend(|(x, y)| Circle::new((x + 12, y), 3, RED.filled()));
         legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         colour_bar(&bar_area, 0.0, t_end, "time along the path (s)", viridis)
-    })
+    })?)
 }
 
 /// Draw every figure that the inputs allow into `dir`.
@@ -665,92 +594,4 @@ pub fn draw_all(
     );
     trajectories_figure(config, data, &p, true)?;
     Ok(figs)
-}
-
-/// One panel row of [`sensitivity`]: a quantity plotted against every parameter.
-#[derive(Debug, Clone)]
-pub struct SensitivitySeries<'a> {
-    /// Axis label, with unit.
-    pub label: &'a str,
-    /// One value per member (NaN: not drawn).
-    pub values: &'a [f64],
-}
-
-/// Calibration sensitivity (`talus calibrate`): a grid of scatter panels, one column per
-/// varied parameter `(name, value per member)`, one row per series (score, IoU, ...);
-/// `best` (a member index) is drawn as a red cross in every panel.
-pub fn sensitivity(
-    path: &Path,
-    size: (u32, u32),
-    params: &[(&str, &[f64])],
-    series: &[SensitivitySeries],
-    best: Option<usize>,
-) -> Result<(), Error> {
-    let range = |v: &[f64]| {
-        let (lo, hi) = v
-            .iter()
-            .copied()
-            .filter(|x| x.is_finite())
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| (a.min(x), b.max(x)));
-        if !lo.is_finite() {
-            (0.0, 1.0)
-        } else {
-            let pad = ((hi - lo) * 0.08).max(hi.abs().max(lo.abs()) * 0.02).max(1e-9);
-            (lo - pad, hi + pad)
-        }
-    };
-    draw_png(path, size, |root| {
-        let root = tryp!(root.titled("Sensitivity of the calibration", (FONT, 24)));
-        let cells = root.split_evenly((series.len().max(1), params.len().max(1)));
-        for (r, s) in series.iter().enumerate() {
-            let (ylo, yhi) = range(s.values);
-            for (c, (name, xs)) in params.iter().enumerate() {
-                let (xlo, xhi) = range(xs);
-                let mut chart = tryp!(
-                    ChartBuilder::on(&cells[r * params.len() + c])
-                        .margin(8)
-                        .margin_right(20)
-                        .x_label_area_size(40)
-                        .y_label_area_size(60)
-                        .build_cartesian_2d(xlo..xhi, ylo..yhi)
-                );
-                tryp!(
-                    chart
-                        .configure_mesh()
-                        .x_desc(*name)
-                        .y_desc(s.label)
-                        .x_labels(5)
-                        .y_labels(5)
-                        .x_label_formatter(&|v| short(*v))
-                        .y_label_formatter(&|v| short(*v))
-                        .light_line_style(RGBColor(235, 235, 235))
-                        .label_style((FONT, 12))
-                        .draw()
-                );
-                let pts: Vec<(f64, f64)> = xs
-                    .iter()
-                    .zip(s.values)
-                    .filter(|(x, y)| x.is_finite() && y.is_finite())
-                    .map(|(x, y)| (*x, *y))
-                    .collect();
-                tryp!(chart.draw_series(pts.iter().map(|p| Circle::new(
-                    *p,
-                    4,
-                    RGBColor(31, 119, 180).mix(0.7).filled()
-                ))));
-                if let Some(b) = best
-                    && let (Some(x), Some(y)) = (xs.get(b), s.values.get(b))
-                    && x.is_finite()
-                    && y.is_finite()
-                {
-                    tryp!(chart.draw_series(std::iter::once(Cross::new(
-                        (*x, *y),
-                        7,
-                        RGBColor(214, 39, 40).stroke_width(3)
-                    ))));
-                }
-            }
-        }
-        Ok(())
-    })
 }

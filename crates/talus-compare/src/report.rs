@@ -5,43 +5,9 @@ use crate::figures::Figure;
 use crate::inputs::Data;
 use crate::metrics::Metric;
 use crate::{Config, Error, SiteInfo};
-use base64::Engine;
 use std::fmt::Write as _;
 use std::path::Path;
-
-/// Escape text for HTML.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// A value with 4 significant digits (scientific notation when very large or small).
-pub fn format_value(v: f64) -> String {
-    if !v.is_finite() {
-        return "n/a".into();
-    }
-    let a = v.abs();
-    if a == 0.0 {
-        "0".into()
-    } else if !(1e-3..1e6).contains(&a) {
-        format!("{v:.4e}")
-    } else if v.fract() == 0.0 && a < 1e6 {
-        format!("{v:.0}")
-    } else {
-        let digits = (3 - a.log10().floor() as i32).clamp(0, 6) as usize;
-        format!("{v:.digits$}")
-    }
-}
+use talus_report::html::{escape, format_value, page_start, png_data_uri};
 
 const STYLE: &str = "body{font-family:DejaVu Sans,Helvetica,Arial,sans-serif;max-width:1250px;margin:2em auto;padding:0 1em;color:#222}\
 h1{margin-bottom:0.2em}h2{border-bottom:1px solid #ccc;padding-bottom:0.2em;margin-top:1.6em}\
@@ -64,12 +30,7 @@ pub fn render(
     } else {
         format!("Talus report: {}", site.name)
     };
-    let _ = write!(
-        h,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style></head><body>\n<h1>{}</h1>\n",
-        escape(&title),
-        escape(&title)
-    );
+    h.push_str(&page_start(&title, STYLE));
     if !site.description.is_empty() {
         let _ = writeln!(h, "<p>{}</p>", escape(&site.description));
     }
@@ -105,14 +66,13 @@ pub fn render(
     h.push_str("</table>\n");
 
     h.push_str("<h2>Figures</h2>\n");
-    let b64 = base64::engine::general_purpose::STANDARD;
     for (f, bytes) in figures {
         let _ = writeln!(
             h,
-            "<figure id=\"fig-{}\"><img alt=\"{}\" src=\"data:image/png;base64,{}\"><figcaption><b>{}.</b> {}</figcaption></figure>",
+            "<figure id=\"fig-{}\"><img alt=\"{}\" src=\"{}\"><figcaption><b>{}.</b> {}</figcaption></figure>",
             escape(f.file.trim_end_matches(".png")),
             escape(&f.title),
-            b64.encode(bytes),
+            png_data_uri(bytes),
             escape(&f.title),
             escape(&f.caption)
         );

@@ -12,7 +12,8 @@
 
 use crate::body::Block;
 use crate::config::{Config, OnSolverFailure};
-use crate::geometry::colliders::{Plane, Statics, Tin};
+use crate::error::Error;
+use crate::geometry::colliders::{Plane, Statics, TinCollider};
 use crate::sim::{Diagnostics, Energies, SimError, Simulation, Totals};
 use crate::solver::clarabel::{QpStatus, clarabel_json};
 use crate::solver::warm::{ContactKey, WarmStart};
@@ -24,25 +25,8 @@ use nalgebra::{Quaternion, UnitQuaternion, Vector3};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
-use talus_io::{Crs, IoError, ParquetSink, Progress, Provenance};
+use talus_io::{Crs, ParquetSink, Progress, Provenance};
 use talus_schema::file_names as names;
-
-/// Errors of `talus run`; messages name the file and the problem.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error(transparent)]
-    Sim(#[from] SimError),
-    #[error(transparent)]
-    Io(#[from] IoError),
-    #[error("{path}: {message}")]
-    Input { path: PathBuf, message: String },
-    #[error(
-        "step {step}: the QP of {count} island(s) was not solved (status {status}); data dumped to {dump} (replay with clarabel's DefaultSolver::load_from_file); set on_solver_failure = \"continue\" to go on"
-    )]
-    SolverFailure { step: u64, count: usize, status: QpStatus, dump: PathBuf },
-    #[error("cannot resume from {path}: {message}")]
-    Resume { path: PathBuf, message: String },
-}
 
 /// What a run did.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
@@ -112,15 +96,15 @@ pub fn read_blocks(path: &Path) -> Result<BlocksInput, Error> {
 }
 
 /// Read a terrain directory ([`talus_io::tin::read`]) into the TIN collider.
-pub fn read_terrain(dir: &Path) -> Result<Tin, Error> {
+pub fn read_terrain(dir: &Path) -> Result<TinCollider, Error> {
     let t = talus_io::tin::read(dir)?;
     let verts = t.vertices.iter().map(|p| Vector3::from(*p)).collect();
-    Tin::new(verts, t.triangles)
+    TinCollider::new(verts, t.triangles)
         .map_err(|e| input_err(&dir.join(names::terrain::TRIANGLES), e.to_string()))
 }
 
 /// The statics of a run: the TIN (if any) and the configured planes.
-pub fn statics(config: &Config, tin: Option<Tin>) -> Statics {
+pub fn statics(config: &Config, tin: Option<TinCollider>) -> Statics {
     Statics {
         tin,
         planes: config
@@ -522,6 +506,15 @@ pub fn run(
     let prov = Provenance::new("run", env!("CARGO_PKG_VERSION"), config)
         .with_inputs(&inputs)?
         .with_crs(input.crs.clone());
+    if resume {
+        let final_path = out_dir.join(names::run::FINAL);
+        if let Ok((_, done)) = talus_io::blocks::read(&final_path)
+            && done.config == prov.config
+            && done.inputs == prov.inputs
+        {
+            return Err(Error::Finished { path: final_path });
+        }
+    }
     let fingerprint =
         format!("{}|{}", prov.config, serde_json::to_string(&prov.inputs).unwrap_or_default());
     let densities = input.densities.clone();

@@ -12,6 +12,7 @@
 pub mod body;
 pub mod config;
 pub mod driver;
+pub mod error;
 pub mod geometry;
 pub mod rotation;
 pub mod sim;
@@ -19,4 +20,5 @@ pub mod solver;
 pub mod step;
 
 pub use config::Config;
-pub use driver::{Error, Summary, run};
+pub use driver::{Summary, run};
+pub use error::Error;

@@ -11,42 +11,21 @@
 //! * [`runner`]: the stages run in this process, on the site's typed options, in order;
 //!   a failing stage stops the pipeline and is recorded; earlier outputs stay.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+pub mod error;
 pub mod manifest;
 pub mod options;
 pub mod runner;
 pub mod site;
 pub mod stage;
 
+pub use error::Error;
 pub use manifest::{Manifest, StageRecord, StageStatus};
 pub use options::OptionsError;
 pub use runner::{Outcome, RunOptions, run_stages};
 pub use site::{Inputs, Site, SiteFile};
 pub use stage::{Job, Layout, Stage, StageName, plan};
-
-/// Errors of the pipeline; a stage's own failure is [`Error::StageFailed`].
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// The site file is unreadable or invalid.
-    #[error("{path}: {message}")]
-    Site { path: PathBuf, message: String },
-    #[error(transparent)]
-    Options(#[from] OptionsError),
-    /// `--from` names a stage this site does not have.
-    #[error("--from {stage}: this site has no such stage (its stages: {stages})")]
-    NoSuchStage { stage: StageName, stages: String },
-    /// A stage's input cannot be hashed (missing or unreadable).
-    #[error("stage `{stage}`: input: {message}")]
-    Input { stage: StageName, message: String },
-    /// A stage failed; earlier outputs stay and the manifest records the failure.
-    #[error("pipeline `{site}`: stage `{stage}` failed: {error}")]
-    StageFailed { site: String, stage: StageName, error: String },
-    #[error("{path}: {message}")]
-    Output { path: PathBuf, message: String },
-    #[error(transparent)]
-    Io(#[from] talus_io::IoError),
-}
 
 /// Where a pipeline reports: the running stage's progress, and its log lines.
 pub struct Context<'a> {

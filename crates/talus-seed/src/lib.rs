@@ -21,152 +21,24 @@
 //! The thesis's `size_N.data`/`position_N.data` files are read and written by [`thesis`].
 
 pub mod boxes;
+pub mod config;
+pub mod error;
 pub mod pack;
 pub mod thesis;
 pub mod void;
 
+pub use config::Config;
+pub use error::Error;
+
 use boxes::Block;
 use nalgebra::UnitQuaternion;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
-use talus_io::{IoError, Progress, Provenance};
+use serde::Serialize;
+use std::path::Path;
+use talus_io::{Progress, Provenance};
 use void::{GridGeometry, Outline, Void};
 
-/// Options of `talus seed`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, default)]
-pub struct Config {
-    /// Block edges [a, b, c], m: a horizontal across the cliff (along the azimuth), b
-    /// horizontal along the cliff, c vertical (the long edge). Default: the thesis's
-    /// 435-block case.
-    pub size: [f64; 3],
-    /// Further size classes [a, b, c] (m), placed after `size` in the space it leaves,
-    /// in the order given (a block-size distribution).
-    pub extra_sizes: Vec<[f64; 3]>,
-    /// Target number of blocks: when set, every size is scaled by one factor (shapes
-    /// kept) chosen so the count is as close as possible to the target.
-    pub target_count: Option<usize>,
-    /// Rock density, kg/m³.
-    pub density: f64,
-    /// Direction of edge a, degrees counter-clockwise from east; none = the direction
-    /// the post-event surface faces inside the scar.
-    pub azimuth: Option<f64>,
-    /// With `azimuth` none: when the facing direction is within this many degrees of a
-    /// grid axis, the paving along that axis is also tried and the one seeding more
-    /// volume is kept (a void's walls on cell-constant columns are cell edges, so a
-    /// paving rotated by a fraction of a degree loses a row along each of them); 0 = never.
-    pub axis_snap: f64,
-    /// Stacking: `columns` (one footprint layout, each column stacked from its own
-    /// floor), `levels` (a layout per horizontal level of height c; also searches the
-    /// levels' vertical offset) or `best` (both, keeping the one with more blocks).
-    pub stacking: pack::Stacking,
-    /// Lattice positions per block edge searched for strips and columns (finer = fuller
-    /// paving, slower).
-    pub lattice: usize,
-    /// Free space between neighbouring blocks, m.
-    pub gap: f64,
-    /// Free space between the post-event surface (the DoD's, and the terrain TIN's when
-    /// one is given) and the lowest block of a column, m.
-    pub clearance: f64,
-    /// Least fraction of each block's volume that must lie below the pre-event surface
-    /// (over the grid cells its footprint touches, each weighted equally), 0-1. 1 (the
-    /// default): every block wholly inside the void. Below 1, a block may rise above the
-    /// pre-event surface by the rest, so a thin or steep void holds more of its volume as
-    /// blocks; blocks never reach below the post-event surface or into the terrain TIN.
-    pub min_inside: f64,
-    /// Scar zones to fill (zone_id); empty = every zone of kind `scar`.
-    pub zone_ids: Vec<i32>,
-    /// Largest fraction of scar cells where the post-event surface may lie above the
-    /// pre-event one (those cells are counted as empty and reported); above it the
-    /// surfaces are taken as inconsistent and the stage fails.
-    pub max_crossing_fraction: f64,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            size: [10.935, 9.636, 15.775],
-            extra_sizes: Vec::new(),
-            target_count: None,
-            density: 2700.0,
-            azimuth: None,
-            axis_snap: 10.0,
-            stacking: pack::Stacking::Best,
-            lattice: 12,
-            gap: 0.0,
-            clearance: 0.0,
-            min_inside: 1.0,
-            zone_ids: Vec::new(),
-            max_crossing_fraction: 0.05,
-        }
-    }
-}
-
-/// Errors of the seed stage.
-#[derive(Debug, thiserror::Error)]
-pub enum SeedError {
-    #[error("seed configuration: {0}")]
-    Config(String),
-    #[error(transparent)]
-    Io(#[from] IoError),
-    #[error("{path}: {message}")]
-    Input { path: PathBuf, message: String },
-    #[error("{path}: the scar is empty: {message}")]
-    EmptyScar { path: PathBuf, message: String },
-    #[error(
-        "no block of {size:?} m fits in the void ({volume:.1} m³ over {cells} scar cells): use smaller blocks"
-    )]
-    NothingFits { size: [f64; 3], volume: f64, cells: usize },
-    #[error(
-        "{path}: the post-event surface is above the pre-event one in {crossing} of {cells} scar cells (more than max_crossing_fraction = {max})"
-    )]
-    Crossing { path: PathBuf, crossing: usize, cells: usize, max: f64 },
-}
-
-fn positive(v: f64) -> bool {
+pub(crate) fn positive(v: f64) -> bool {
     v > 0.0 && v.is_finite()
-}
-
-impl Config {
-    /// Check the options before any work.
-    pub fn validate(&self) -> Result<(), SeedError> {
-        let bad = |m: String| Err(SeedError::Config(m));
-        for s in std::iter::once(&self.size).chain(&self.extra_sizes) {
-            if !s.iter().all(|&e| positive(e)) {
-                return bad(format!("block size {s:?} m: every edge must be > 0"));
-            }
-        }
-        if !positive(self.density) {
-            return bad(format!("density {} kg/m³ must be > 0", self.density));
-        }
-        if self.target_count == Some(0) {
-            return bad("target_count must be >= 1".into());
-        }
-        if self.lattice == 0 || self.lattice > 256 {
-            return bad("lattice must be in 1..=256".into());
-        }
-        if !(self.gap >= 0.0
-            && self.gap.is_finite()
-            && self.clearance >= 0.0
-            && self.clearance.is_finite())
-        {
-            return bad("gap and clearance must be >= 0 m".into());
-        }
-        if self.azimuth.is_some_and(|a| !a.is_finite()) {
-            return bad("azimuth must be finite".into());
-        }
-        if !(0.0..=45.0).contains(&self.axis_snap) {
-            return bad(format!("axis_snap = {}° must be in [0, 45]", self.axis_snap));
-        }
-        if !(self.min_inside > 0.0 && self.min_inside <= 1.0) {
-            return bad(format!("min_inside = {} must be in (0, 1]", self.min_inside));
-        }
-        if !(0.0..=1.0).contains(&self.max_crossing_fraction) {
-            return bad("max_crossing_fraction must be in [0, 1]".into());
-        }
-        Ok(())
-    }
 }
 
 /// Blocks of one size class.
@@ -214,7 +86,7 @@ pub fn read_void(
     config: &Config,
     dod: &Path,
     zones: &Path,
-) -> Result<(Void, Outline, Option<talus_io::Crs>), SeedError> {
+) -> Result<(Void, Outline, Option<talus_io::Crs>), Error> {
     let (table, _) = talus_io::zones::read(zones)?;
     let wanted = |id: i32| config.zone_ids.is_empty() || config.zone_ids.contains(&id);
     let polygons: Vec<_> = table
@@ -223,7 +95,7 @@ pub fn read_void(
         .flat_map(|z| z.polygons)
         .collect();
     if polygons.is_empty() {
-        return Err(SeedError::EmptyScar {
+        return Err(Error::EmptyScar {
             path: zones.to_path_buf(),
             message: if config.zone_ids.is_empty() {
                 "no zone of kind `scar`".into()
@@ -237,7 +109,7 @@ pub fn read_void(
         .metadata
         .get(talus_schema::diff::GRID_KEY)
         .and_then(|g| serde_json::from_str(g).ok())
-        .ok_or_else(|| SeedError::Input {
+        .ok_or_else(|| Error::Input {
             path: dod.to_path_buf(),
             message: format!(
                 "no valid grid geometry under the `{}` metadata key",
@@ -245,7 +117,7 @@ pub fn read_void(
             ),
         })?;
     if !(positive(grid.cell) && grid.nx > 0 && grid.ny > 0) {
-        return Err(SeedError::Input {
+        return Err(Error::Input {
             path: dod.to_path_buf(),
             message: format!("bad grid geometry {grid:?}"),
         });
@@ -257,7 +129,7 @@ pub fn read_void(
     for i in 0..rows.len() {
         let (r, c) = (rows[i] as usize, cols[i] as usize);
         if r >= grid.ny || c >= grid.nx {
-            return Err(SeedError::Input {
+            return Err(Error::Input {
                 path: dod.to_path_buf(),
                 message: format!("cell ({r}, {c}) outside the {} x {} grid", grid.ny, grid.nx),
             });
@@ -293,7 +165,7 @@ pub fn seed(
     outline: Option<&Outline>,
     path: &Path,
     progress: &dyn Progress,
-) -> Result<Seeding, SeedError> {
+) -> Result<Seeding, Error> {
     seed_above(config, void, outline, None, path, progress)
 }
 
@@ -307,18 +179,18 @@ pub fn seed_above(
     terrain: Option<&void::TinFloor>,
     path: &Path,
     progress: &dyn Progress,
-) -> Result<Seeding, SeedError> {
+) -> Result<Seeding, Error> {
     config.validate()?;
     let cells = void.fillable.iter().filter(|f| **f).count();
     if cells == 0 {
-        return Err(SeedError::EmptyScar {
+        return Err(Error::EmptyScar {
             path: path.to_path_buf(),
             message: "no grid cell with both surfaces inside the scar".into(),
         });
     }
     let crossing = void.crossing_cells();
     if crossing as f64 > config.max_crossing_fraction * cells as f64 {
-        return Err(SeedError::Crossing {
+        return Err(Error::Crossing {
             path: path.to_path_buf(),
             crossing,
             cells,
@@ -395,7 +267,7 @@ pub fn seed_above(
         }
     };
     if blocks.is_empty() {
-        return Err(SeedError::NothingFits { size: config.size, volume, cells });
+        return Err(Error::NothingFits { size: config.size, volume, cells });
     }
     let seeded: f64 = blocks.iter().map(Block::volume).sum();
     let volume_in_void = blocks.iter().map(|b| b.volume() * fraction_below(b, void)).sum();
@@ -473,12 +345,12 @@ pub fn write_blocks(
     blocks: &[Block],
     density: f64,
     prov: Provenance,
-) -> Result<(), SeedError> {
+) -> Result<(), Error> {
     Ok(talus_io::blocks::write(path, &block_rows(blocks, density), &prov)?)
 }
 
 /// Read a blocks file (any stage's) back into blocks, with the densities.
-pub fn read_blocks(path: &Path) -> Result<(Vec<Block>, Vec<f64>), SeedError> {
+pub fn read_blocks(path: &Path) -> Result<(Vec<Block>, Vec<f64>), Error> {
     let (rows, _) = talus_io::blocks::read(path)?;
     let blocks = rows
         .iter()
@@ -509,7 +381,7 @@ pub fn run(
     out: &Path,
     export_thesis: Option<&Path>,
     progress: &dyn Progress,
-) -> Result<Summary, SeedError> {
+) -> Result<Summary, Error> {
     config.validate()?;
     let (void, outline, crs) = read_void(config, dod, zones)?;
     let tin = match terrain {
@@ -552,10 +424,10 @@ pub fn import_thesis(
     n: usize,
     out: &Path,
     export_thesis: Option<&Path>,
-) -> Result<ImportSummary, SeedError> {
+) -> Result<ImportSummary, Error> {
     config.validate()?;
     if n == 0 {
-        return Err(SeedError::Config("--thesis-n must be >= 1".into()));
+        return Err(Error::Config("--thesis-n must be >= 1".into()));
     }
     let blocks = thesis::read(dir, n)?;
     let (sp, pp) = thesis::paths(dir, n);

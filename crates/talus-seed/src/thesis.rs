@@ -8,7 +8,7 @@
 //! thesis printed with 12 significant digits, so is orthonormal to ~1e-12 only); written
 //! back they agree with the file to that precision.
 
-use crate::SeedError;
+use crate::Error;
 use crate::boxes::Block;
 use nalgebra::{Matrix3, Rotation3, UnitQuaternion, Vector3};
 use std::fmt::Write as _;
@@ -19,14 +19,11 @@ pub fn paths(dir: &Path, n: usize) -> (PathBuf, PathBuf) {
     (dir.join(format!("size_{n}.data")), dir.join(format!("position_{n}.data")))
 }
 
-fn bad(path: &Path, line: usize, message: impl Into<String>) -> SeedError {
-    SeedError::Input {
-        path: path.to_path_buf(),
-        message: format!("line {line}: {}", message.into()),
-    }
+fn bad(path: &Path, line: usize, message: impl Into<String>) -> Error {
+    Error::Input { path: path.to_path_buf(), message: format!("line {line}: {}", message.into()) }
 }
 
-fn triples(path: &Path) -> Result<Vec<[f64; 3]>, SeedError> {
+fn triples(path: &Path) -> Result<Vec<[f64; 3]>, Error> {
     let text = std::fs::read_to_string(path)
         .map_err(|source| talus_io::IoError::Os { path: path.to_path_buf(), source })?;
     let mut out = Vec::new();
@@ -57,7 +54,7 @@ pub fn quaternion_of_axes(i: [f64; 3], j: [f64; 3], k: [f64; 3]) -> UnitQuaterni
 }
 
 /// Read `size_N.data` and `position_N.data` from `dir`.
-pub fn read(dir: &Path, n: usize) -> Result<Vec<Block>, SeedError> {
+pub fn read(dir: &Path, n: usize) -> Result<Vec<Block>, Error> {
     let (sp, pp) = paths(dir, n);
     let sizes = triples(&sp)?;
     let pos = triples(&pp)?;
@@ -121,7 +118,7 @@ pub fn format(blocks: &[Block]) -> (String, String) {
 }
 
 /// Write `size_N.data` and `position_N.data` (N = number of blocks) into `dir`.
-pub fn write(dir: &Path, blocks: &[Block]) -> Result<(PathBuf, PathBuf), SeedError> {
+pub fn write(dir: &Path, blocks: &[Block]) -> Result<(PathBuf, PathBuf), Error> {
     let (sp, pp) = paths(dir, blocks.len());
     let (size, pos) = format(blocks);
     talus_io::AtomicFile::write_all(&sp, size.as_bytes())?;

@@ -25,6 +25,7 @@
 
 pub mod config;
 pub mod crs;
+pub mod error;
 pub mod lasout;
 pub mod noise;
 pub mod site;
@@ -32,35 +33,15 @@ pub mod survey;
 pub mod truth;
 
 pub use config::{Config, ScarShape, SteepSampling};
+pub use error::Error;
 pub use site::Site;
 pub use survey::Epoch;
 
 use serde::Serialize;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use talus_io::{AtomicFile, Crs, Progress, Provenance};
 use talus_schema::file_names::synth as names;
-
-/// Errors of `talus synth`.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("invalid synth configuration: {0}")]
-    Config(String),
-    #[error(
-        "unknown CRS code EPSG:{0}: talus synth writes WGS 84 / UTM only (EPSG:32601-32660 north, 32701-32760 south)"
-    )]
-    UnknownCrs(u32),
-    #[error("{what}: LAS error: {source}")]
-    Las {
-        what: String,
-        #[source]
-        source: las::Error,
-    },
-    #[error("{path}: {message}")]
-    Output { path: PathBuf, message: String },
-    #[error(transparent)]
-    Io(#[from] talus_io::IoError),
-}
 
 /// What `talus synth` produced.
 #[derive(Debug, Clone, Serialize)]

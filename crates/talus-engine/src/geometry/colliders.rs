@@ -41,7 +41,7 @@ impl Plane {
 
 /// Invalid terrain TIN.
 #[derive(Debug, thiserror::Error, PartialEq)]
-pub enum TinError {
+pub enum ColliderError {
     #[error("terrain TIN has no triangles")]
     NoTriangles,
     #[error("terrain vertex {vertex} is not finite")]
@@ -77,7 +77,7 @@ const RIDGE_SINE: f64 = 1e-4;
 
 /// A static triangulated terrain with a uniform-grid spatial index.
 #[derive(Debug, Clone)]
-pub struct Tin {
+pub struct TinCollider {
     vertices: Vec<Vector3<f64>>,
     triangles: Vec<[u32; 3]>,
     normals: Vec<Vector3<f64>>,
@@ -167,22 +167,25 @@ impl Grid2 {
     }
 }
 
-impl Tin {
+impl TinCollider {
     /// Builds the TIN, checks it (finite vertices, valid indices, non-degenerate and
     /// non-vertical triangles), orients normals up and builds the spatial index.
-    pub fn new(vertices: Vec<Vector3<f64>>, triangles: Vec<[u32; 3]>) -> Result<Tin, TinError> {
+    pub fn new(
+        vertices: Vec<Vector3<f64>>,
+        triangles: Vec<[u32; 3]>,
+    ) -> Result<TinCollider, ColliderError> {
         if triangles.is_empty() {
-            return Err(TinError::NoTriangles);
+            return Err(ColliderError::NoTriangles);
         }
         if let Some(v) = vertices.iter().position(|v| !v.iter().all(|c| c.is_finite())) {
-            return Err(TinError::NonFiniteVertex { vertex: v });
+            return Err(ColliderError::NonFiniteVertex { vertex: v });
         }
         let mut normals = Vec::with_capacity(triangles.len());
         let mut boxes = Vec::with_capacity(triangles.len());
         for (t, tri) in triangles.iter().enumerate() {
             for &index in tri {
                 if index as usize >= vertices.len() {
-                    return Err(TinError::BadIndex {
+                    return Err(ColliderError::BadIndex {
                         triangle: t,
                         index,
                         n_vertices: vertices.len(),
@@ -198,14 +201,14 @@ impl Tin {
                 || tri[1] == tri[2]
                 || tri[0] == tri[2]
             {
-                return Err(TinError::Degenerate { triangle: t });
+                return Err(ColliderError::Degenerate { triangle: t });
             }
             let mut n = cr / len;
             if n.z < 0.0 {
                 n = -n;
             }
             if n.z < MIN_NZ {
-                return Err(TinError::Vertical { triangle: t, nz: n.z });
+                return Err(ColliderError::Vertical { triangle: t, nz: n.z });
             }
             normals.push(n);
             boxes.push((
@@ -272,7 +275,16 @@ impl Tin {
             }
             k = m;
         }
-        Ok(Tin { vertices, triangles, normals, edges, tri_edges, sharp_vertex, boxes, grid })
+        Ok(TinCollider {
+            vertices,
+            triangles,
+            normals,
+            edges,
+            tri_edges,
+            sharp_vertex,
+            boxes,
+            grid,
+        })
     }
 
     /// Number of triangles.
@@ -280,7 +292,7 @@ impl Tin {
         self.triangles.len()
     }
 
-    /// True if there are no triangles (never, for a TIN built by [`Tin::new`]).
+    /// True if there are no triangles (never, for a TIN built by [`TinCollider::new`]).
     pub fn is_empty(&self) -> bool {
         self.triangles.is_empty()
     }
@@ -310,7 +322,7 @@ impl Tin {
         self.normals[t as usize]
     }
 
-    /// The edges of triangle `t` (indices into [`Tin::edge`]).
+    /// The edges of triangle `t` (indices into [`TinCollider::edge`]).
     pub fn triangle_edges(&self, t: u32) -> [u32; 3] {
         self.tri_edges[t as usize]
     }
@@ -392,7 +404,7 @@ impl Tin {
 #[derive(Debug, Clone, Default)]
 pub struct Statics {
     /// The terrain, if any.
-    pub tin: Option<Tin>,
+    pub tin: Option<TinCollider>,
     /// Planes (ground, slopes, walls).
     pub planes: Vec<Plane>,
 }

@@ -42,7 +42,7 @@
 use nalgebra::{Matrix3, Vector3};
 
 use crate::body::Block;
-use crate::geometry::colliders::{Plane, Tin};
+use crate::geometry::colliders::{Plane, TinCollider};
 
 type V3 = Vector3<f64>;
 
@@ -344,7 +344,7 @@ impl SignumOrOne for f64 {
 
 /// Contacts of a box with terrain triangles `tris` (ascending indices), as
 /// (triangle, touch) with normals from the terrain into the box (see module docs).
-pub fn box_tin(b: &Block, tin: &Tin, tris: &[u32], tol: f64, out: &mut Vec<(u32, Touch)>) {
+pub fn box_tin(b: &Block, tin: &TinCollider, tris: &[u32], tol: f64, out: &mut Vec<(u32, Touch)>) {
     let o = Obb::of(b);
     let diag = 2.0 * b.half.norm();
     // (a) Box corners over a triangle.

@@ -6,7 +6,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use talus_engine::body::Block;
 use talus_engine::geometry::broad::{self, Aabb};
-use talus_engine::geometry::colliders::{Plane, Statics, Tin, TinError};
+use talus_engine::geometry::colliders::{ColliderError, Plane, Statics, TinCollider};
 use talus_engine::geometry::contact::{Contact, Other};
 use talus_engine::geometry::detect::{DetectParams, DetectTimings, detect};
 
@@ -299,14 +299,14 @@ fn random_rotated_pairs_agree_with_the_separating_axis_theorem() {
 
 // ---------------------------------------------------------------- terrain
 
-fn flat_tin(z: impl Fn(f64, f64) -> f64) -> Tin {
+fn flat_tin(z: impl Fn(f64, f64) -> f64) -> TinCollider {
     let vs = vec![
         v(-10.0, -10.0, z(-10.0, -10.0)),
         v(10.0, -10.0, z(10.0, -10.0)),
         v(10.0, 10.0, z(10.0, 10.0)),
         v(-10.0, 10.0, z(-10.0, 10.0)),
     ];
-    Tin::new(vs, vec![[0, 1, 2], [0, 2, 3]]).unwrap()
+    TinCollider::new(vs, vec![[0, 1, 2], [0, 2, 3]]).unwrap()
 }
 
 fn contact_set(cs: &[Contact]) -> Vec<(V3, V3, f64)> {
@@ -364,7 +364,7 @@ fn box_on_a_two_triangle_tin_matches_the_plane() {
 }
 
 /// A roof: a ridge along y at x = 0, z = 0, slopes of 1/2 on each side.
-fn ridge() -> Tin {
+fn ridge() -> TinCollider {
     let vs = vec![
         v(-5.0, -5.0, -2.5),
         v(0.0, -5.0, 0.0),
@@ -373,7 +373,7 @@ fn ridge() -> Tin {
         v(0.0, 5.0, 0.0),
         v(5.0, 5.0, -2.5),
     ];
-    Tin::new(vs, vec![[0, 1, 4], [0, 4, 3], [1, 2, 5], [1, 5, 4]]).unwrap()
+    TinCollider::new(vs, vec![[0, 1, 4], [0, 4, 3], [1, 2, 5], [1, 5, 4]]).unwrap()
 }
 
 #[test]
@@ -418,7 +418,7 @@ fn terrain_peak_poking_a_face_is_a_vertex_contact() {
         v(4.0, 4.0, 0.0),
         v(-4.0, 4.0, 0.0),
     ];
-    let tin = Tin::new(vs, vec![[0, 1, 2], [0, 2, 3], [0, 3, 4], [0, 4, 1]]).unwrap();
+    let tin = TinCollider::new(vs, vec![[0, 1, 2], [0, 2, 3], [0, 3, 4], [0, 4, 1]]).unwrap();
     let d = 0.01;
     let b = block(0, [3.0, 3.0, 0.2], v(0.2, -0.3, 1.1 - d), UnitQuaternion::identity());
     let cs = run(&[b], &Statics { tin: Some(tin), planes: vec![] });
@@ -430,22 +430,31 @@ fn terrain_peak_poking_a_face_is_a_vertex_contact() {
 
 #[test]
 fn tin_checks_input_and_answers_heights() {
-    assert_eq!(Tin::new(vec![v(0.0, 0.0, 0.0)], vec![]).unwrap_err(), TinError::NoTriangles);
+    assert_eq!(
+        TinCollider::new(vec![v(0.0, 0.0, 0.0)], vec![]).unwrap_err(),
+        ColliderError::NoTriangles
+    );
     let vs = vec![v(0.0, 0.0, 0.0), v(1.0, 0.0, 0.0), v(0.0, 1.0, 0.0)];
     assert!(matches!(
-        Tin::new(vs.clone(), vec![[0, 1, 3]]),
-        Err(TinError::BadIndex { triangle: 0, index: 3, .. })
+        TinCollider::new(vs.clone(), vec![[0, 1, 3]]),
+        Err(ColliderError::BadIndex { triangle: 0, index: 3, .. })
     ));
     assert!(matches!(
-        Tin::new(vs.clone(), vec![[0, 1, 1]]),
-        Err(TinError::Degenerate { triangle: 0 })
+        TinCollider::new(vs.clone(), vec![[0, 1, 1]]),
+        Err(ColliderError::Degenerate { triangle: 0 })
     ));
     let wall = vec![v(0.0, 0.0, 0.0), v(1.0, 0.0, 0.0), v(0.5, 0.0, 1.0)];
-    assert!(matches!(Tin::new(wall, vec![[0, 1, 2]]), Err(TinError::Vertical { triangle: 0, .. })));
+    assert!(matches!(
+        TinCollider::new(wall, vec![[0, 1, 2]]),
+        Err(ColliderError::Vertical { triangle: 0, .. })
+    ));
     let nan = vec![v(0.0, 0.0, f64::NAN), v(1.0, 0.0, 0.0), v(0.0, 1.0, 0.0)];
-    assert!(matches!(Tin::new(nan, vec![[0, 1, 2]]), Err(TinError::NonFiniteVertex { vertex: 0 })));
+    assert!(matches!(
+        TinCollider::new(nan, vec![[0, 1, 2]]),
+        Err(ColliderError::NonFiniteVertex { vertex: 0 })
+    ));
     // Clockwise triangle: normal still up.
-    let t = Tin::new(vs, vec![[0, 2, 1]]).unwrap();
+    let t = TinCollider::new(vs, vec![[0, 2, 1]]).unwrap();
     assert_close(&t.normal(0), &V3::z(), 0.0);
 
     // A random height field: index queries and heights against brute force.
@@ -469,7 +478,7 @@ fn tin_checks_input_and_answers_heights() {
             tris.push([k, k + m + 1, k + m]);
         }
     }
-    let tin = Tin::new(verts, tris).unwrap();
+    let tin = TinCollider::new(verts, tris).unwrap();
     assert_eq!(tin.len(), 2 * n * n);
     let mut out = Vec::new();
     for _ in 0..300 {
@@ -557,7 +566,7 @@ fn wavy_statics() -> Statics {
         }
     }
     Statics {
-        tin: Some(Tin::new(verts, tris).unwrap()),
+        tin: Some(TinCollider::new(verts, tris).unwrap()),
         planes: vec![Plane::ground(0.0), Plane::new(v(0.0, 0.0, 0.0), v(1.0, 0.0, 0.2))],
     }
 }

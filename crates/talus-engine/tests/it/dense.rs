@@ -9,7 +9,7 @@ use rand_chacha::ChaCha8Rng;
 use talus_engine::body::Block;
 use talus_engine::config::{Config, Kappa, SolverConfig};
 use talus_engine::driver::statics;
-use talus_engine::geometry::colliders::{Statics, Tin};
+use talus_engine::geometry::colliders::{Statics, TinCollider};
 use talus_engine::geometry::contact::{Contact, Other};
 use talus_engine::geometry::detect::DetectTimings;
 use talus_engine::rotation::RotationModel;
@@ -463,7 +463,7 @@ fn dense_agrees_with_clarabel_on_blocks_dropped_on_a_tin() {
             tris.push([v, v + k as u32 + 1, v + k as u32]);
         }
     }
-    let tin = Tin::new(verts, tris).expect("tin");
+    let tin = TinCollider::new(verts, tris).expect("tin");
     let blocks: Vec<Block> = (0..24)
         .map(|id| {
             let pos = Vector3::new(

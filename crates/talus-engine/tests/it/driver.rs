@@ -3,9 +3,10 @@
 use nalgebra::{UnitQuaternion, Vector3};
 use std::path::Path;
 use std::sync::Arc;
+use talus_engine::Error;
 use talus_engine::body::Block;
 use talus_engine::config::{Config, Kappa, PlaneConfig};
-use talus_engine::driver::{Error, block_rows, run};
+use talus_engine::driver::{block_rows, run};
 use talus_io::{NoProgress, Provenance};
 
 fn write_blocks(path: &Path, blocks: &[Block]) {
@@ -179,4 +180,81 @@ fn bad_input_is_refused_with_a_clear_message() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("no triangles"), "{e}");
+}
+
+/// Copy the run directory `from` into `to` as a run killed just after the checkpoint of
+/// step `k`: later checkpoints and every output gone.
+fn killed_after(from: &Path, to: &Path, k: u64) {
+    let ck = to.join("checkpoints");
+    std::fs::create_dir_all(&ck).unwrap();
+    for e in std::fs::read_dir(from.join("checkpoints")).unwrap() {
+        let e = e.unwrap();
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(step) = name.strip_prefix("step_").and_then(|s| s.parse::<u64>().ok()) else {
+            continue;
+        };
+        if step <= k {
+            std::fs::create_dir_all(ck.join(&name)).unwrap();
+            for f in std::fs::read_dir(e.path()).unwrap() {
+                let f = f.unwrap();
+                std::fs::copy(f.path(), ck.join(&name).join(f.file_name())).unwrap();
+            }
+        }
+    }
+}
+
+/// Resume from every checkpoint of a chaotic run (the thesis heap N = 100 landing from
+/// step ~400: contacts, warm starts, the position correction, and with friction the
+/// tangential warm start) and compare every output byte for byte with the uninterrupted
+/// run; then `--resume` of the finished run says it is finished.
+fn resume_from_every_checkpoint(config: Config) {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("blocks.parquet");
+    let blocks = crate::common::thesis_blocks(&crate::common::thesis_dir(), 100);
+    let dens = vec![5000.0; blocks.len()];
+    let prov = Provenance::new("seed", "test", &serde_json::json!({}));
+    talus_io::blocks::write(&input, &block_rows(&blocks, &dens), &prov).unwrap();
+    let a = tmp.path().join("a");
+    let sa = run(&config, &input, None, &a, false, &NoProgress).unwrap();
+    assert!(sa.max_contacts > 50, "{} contacts: the heap must form", sa.max_contacts);
+    let every = config.checkpoint_every;
+    let n = config.steps.unwrap();
+    let files = TABLES.iter().chain(&["diagnostics.parquet"]);
+    for k in (every..n).step_by(every as usize) {
+        let b = tmp.path().join(format!("b{k}"));
+        killed_after(&a, &b, k);
+        let sb = run(&config, &input, None, &b, true, &NoProgress).unwrap();
+        assert_eq!(sb.resumed_from, Some(k));
+        for f in files.clone() {
+            assert!(
+                std::fs::read(a.join(f)).unwrap() == std::fs::read(b.join(f)).unwrap(),
+                "{f} differs after resuming from the checkpoint of step {k}"
+            );
+        }
+        std::fs::remove_dir_all(&b).unwrap();
+    }
+    let e = run(&config, &input, None, &a, true, &NoProgress).unwrap_err().to_string();
+    assert!(e.contains("finished"), "{e}");
+}
+
+#[test]
+fn resume_from_every_checkpoint_of_the_thesis_heap_is_exact() {
+    let mut config =
+        crate::common::heap_config(600, talus_engine::config::Config::default().solver);
+    config.checkpoint_every = 75;
+    config.output_every = 25;
+    config.wall_times = false;
+    resume_from_every_checkpoint(config);
+}
+
+#[test]
+fn resume_from_every_checkpoint_with_friction_is_exact() {
+    let mut config =
+        crate::common::heap_config(600, talus_engine::config::Config::default().solver);
+    config.friction.block_block = Some(talus_engine::solver::friction::FrictionLaw::Coulomb(0.5));
+    config.friction.block_terrain = Some(talus_engine::solver::friction::FrictionLaw::Coulomb(0.5));
+    config.checkpoint_every = 75;
+    config.output_every = 25;
+    config.wall_times = false;
+    resume_from_every_checkpoint(config);
 }

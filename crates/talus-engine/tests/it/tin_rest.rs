@@ -5,7 +5,7 @@
 use nalgebra::{UnitQuaternion, Vector3};
 use talus_engine::body::Block;
 use talus_engine::config::{Config, Kappa, SolverConfig};
-use talus_engine::geometry::colliders::{Statics, Tin};
+use talus_engine::geometry::colliders::{Statics, TinCollider};
 use talus_engine::sim::Simulation;
 use talus_engine::solver::clarabel::QpStatus;
 
@@ -27,7 +27,7 @@ fn resting_block_on_tin_does_not_sink() {
             tris.push([v, v + 4, v + 3]);
         }
     }
-    let tin = Tin::new(verts, tris).expect("tin");
+    let tin = TinCollider::new(verts, tris).expect("tin");
     let block = Block::new(
         1,
         1.0,

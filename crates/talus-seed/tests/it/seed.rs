@@ -10,7 +10,7 @@ use std::sync::Arc;
 use talus_io::NoProgress;
 use talus_seed::boxes::{Block, boxes_overlap};
 use talus_seed::void::{GridGeometry, Outline, Void};
-use talus_seed::{Config, SeedError, seed};
+use talus_seed::{Config, Error, seed};
 
 /// A void on a grid from surface functions, fillable inside `polygon`.
 fn make_void(
@@ -166,12 +166,12 @@ fn bad_voids_are_clear_errors() {
     let (v, o) = make_void(grid, |_, _| 10.0, |_, _| 0.0, &rect);
     let big = Config { size: [11.0, 3.0, 3.0], azimuth: Some(0.0), ..Config::default() };
     let e = seed(&big, &v, Some(&o), Path::new("d"), &NoProgress).unwrap_err();
-    assert!(matches!(e, SeedError::NothingFits { .. }), "{e}");
+    assert!(matches!(e, Error::NothingFits { .. }), "{e}");
     assert!(e.to_string().contains("smaller blocks"));
     let tall = Config { size: [3.0, 3.0, 10.5], ..Config::default() };
     assert!(matches!(
         seed(&tall, &v, Some(&o), Path::new("d"), &NoProgress),
-        Err(SeedError::NothingFits { .. })
+        Err(Error::NothingFits { .. })
     ));
     for bad in [
         Config { size: [0.0, 1.0, 1.0], ..Config::default() },
@@ -180,7 +180,7 @@ fn bad_voids_are_clear_errors() {
     ] {
         assert!(matches!(
             seed(&bad, &v, Some(&o), Path::new("d"), &NoProgress),
-            Err(SeedError::Config(_))
+            Err(Error::Config(_))
         ));
     }
     // Empty scar.
@@ -188,13 +188,13 @@ fn bad_voids_are_clear_errors() {
         make_void(grid, |_, _| 10.0, |_, _| 0.0, &[[50.0, 50.0], [60.0, 50.0], [60.0, 60.0]]);
     assert!(matches!(
         seed(&Config::default(), &e_v, Some(&e_o), Path::new("d"), &NoProgress),
-        Err(SeedError::EmptyScar { .. })
+        Err(Error::EmptyScar { .. })
     ));
     // Crossing surfaces: a few cells are a warning with their count, many an error.
     let (c_v, c_o) = make_void(grid, |_, _| 10.0, |x, _| if x < 3.0 { 11.0 } else { 0.0 }, &rect);
     let small = Config { size: [2.0, 2.0, 3.0], ..Config::default() };
     let e = seed(&small, &c_v, Some(&c_o), Path::new("d"), &NoProgress).unwrap_err();
-    assert!(matches!(e, SeedError::Crossing { crossing: 10, cells: 100, .. }), "{e}");
+    assert!(matches!(e, Error::Crossing { crossing: 10, cells: 100, .. }), "{e}");
     let lenient = Config { max_crossing_fraction: 0.2, ..small };
     let s = seed(&lenient, &c_v, Some(&c_o), Path::new("d"), &NoProgress).unwrap();
     assert_eq!(s.summary.crossing_cells, 10);
