@@ -42,6 +42,27 @@ impl Coords {
     }
 }
 
+impl Coords {
+    /// The coordinates of a chunk whose first point is point `first` of `input`, refused
+    /// at the first non-finite point (a header scale so large that `raw * scale + offset`
+    /// overflows).
+    pub fn checked(input: &Input, first: u64, pd: &PointData) -> Result<Coords, crate::Error> {
+        let c = Coords::of(pd);
+        let bad = (0..c.x.len())
+            .find(|&i| !(c.x[i].is_finite() && c.y[i].is_finite() && c.z[i].is_finite()));
+        match bad {
+            Some(i) => Err(crate::Error::NonFinite {
+                path: input.path.clone(),
+                index: first + i as u64,
+                x: c.x[i],
+                y: c.y[i],
+                z: c.z[i],
+            }),
+            None => Ok(c),
+        }
+    }
+}
+
 /// The record batch of one chunk, keeping the rows of `keep` (all rows when `None`).
 pub fn batch(
     plan: &Plan,

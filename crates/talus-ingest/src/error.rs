@@ -43,9 +43,23 @@ pub enum Error {
         #[source]
         source: las::Error,
     },
+    /// A header's scale or offset is not finite, or a scale is zero.
+    #[error(
+        "{path}: invalid LAS header: the {axis} scale {scale:e} and offset {offset:e} must be finite and the scale non-zero"
+    )]
+    BadTransform { path: PathBuf, axis: char, scale: f64, offset: f64 },
+    /// A point's coordinates (`raw * scale + offset`) are not finite.
+    #[error(
+        "{path}: point {index} has non-finite coordinates ({x}, {y}, {z}): check the header's scale and offset"
+    )]
+    NonFinite { path: PathBuf, index: u64, x: f64, y: f64, z: f64 },
     /// The extra-bytes VLR does not describe the extra bytes of the point records.
     #[error("{path}: invalid extra-bytes VLR: {detail}")]
     ExtraBytes { path: PathBuf, detail: String },
+    /// The compressed point data of a LAZ file (whose sizes and chunk table are consistent)
+    /// cannot be decoded.
+    #[error("{path}: corrupt LAZ data: {detail}")]
+    Corrupt { path: PathBuf, detail: String },
     /// Decoding the point records failed (corrupt or truncated compressed data).
     #[error("{path}: cannot decode the points after point {at}: {source}")]
     Decode {

@@ -55,6 +55,21 @@ pub struct Input {
     pub extras: Vec<ExtraField>,
     /// The CRS from the WKT or GeoTIFF VLRs (or assigned by the configuration).
     pub crs: Option<Crs>,
+    /// Byte offset of the point data.
+    pub data_start: u64,
+}
+
+/// The first LAZ chunk that does not decode on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CorruptChunk {
+    /// Chunk index (0-based) and the number of chunks.
+    pub chunk: usize,
+    pub chunks: usize,
+    /// Byte offset of the chunk in the file.
+    pub offset: u64,
+    /// Its first point and its number of points.
+    pub first_point: u64,
+    pub points: u64,
 }
 
 fn eof(e: &std::io::Error) -> bool {
@@ -125,6 +140,17 @@ impl Input {
                 Error::Header { path: path.to_path_buf(), source: e }
             }
         })?;
+        let t = header.transforms();
+        for (axis, tr) in [('x', t.x), ('y', t.y), ('z', t.z)] {
+            if !(tr.scale.is_finite() && tr.offset.is_finite() && tr.scale != 0.0) {
+                return Err(Error::BadTransform {
+                    path: path.to_path_buf(),
+                    axis,
+                    scale: tr.scale,
+                    offset: tr.offset,
+                });
+            }
+        }
         let points = header.number_of_points();
         let record_len = usize::from(header.point_format().len());
         let extra_len = usize::from(header.point_format().extra_bytes);
@@ -175,7 +201,34 @@ impl Input {
             optional,
             extras,
             header,
+            data_start: offset_to_points,
         })
+    }
+
+    /// Decode a LAZ file chunk by chunk (with the chunk table) to find the first chunk
+    /// that cannot be decoded: what a decoding error reports. `None` for LAS, without a
+    /// chunk table, or when every chunk decodes on its own.
+    pub fn locate_corrupt_chunk(&self) -> Option<CorruptChunk> {
+        let vlr = self.header.laz_vlr().ok()?;
+        let mut file = BufReader::new(File::open(&self.path).ok()?);
+        file.seek(SeekFrom::Start(self.data_start)).ok()?;
+        let table = laz::laszip::ChunkTable::read_from(&mut file, &vlr).ok()?;
+        let item = vlr.items_size() as usize;
+        file.seek(SeekFrom::Start(self.data_start)).ok()?;
+        let mut dec = laz::LasZipDecompressor::new(file, vlr.clone()).ok()?;
+        let (mut first, mut offset) = (0u64, self.data_start + 8);
+        let chunks = table.as_ref().len();
+        for (chunk, e) in table.as_ref().iter().enumerate() {
+            let points = e.point_count.min(self.points.saturating_sub(first));
+            let mut buf = vec![0u8; points as usize * item];
+            let ok = dec.seek(first).is_ok() && dec.decompress_many(&mut buf).is_ok();
+            if !ok {
+                return Some(CorruptChunk { chunk, chunks, offset, first_point: first, points });
+            }
+            first += points;
+            offset += e.byte_count;
+        }
+        None
     }
 
     /// File name for messages and metadata.

@@ -184,14 +184,15 @@ impl Survey {
         serde_json::Value::Array(self.inputs.iter().map(Input::header_json).collect()).to_string()
     }
 
-    /// Decode every input chunk by chunk, in order, calling `f` with each chunk.
+    /// Decode every input chunk by chunk, in order, calling `f` with each chunk and the
+    /// index of its first point in its input.
     /// A reader thread decodes the next chunk while `f` runs on the current one; at most
     /// three chunks exist at a time.
     pub fn scan(
         &self,
         chunk_points: usize,
         progress: &dyn Progress,
-        mut f: impl FnMut(&Input, &PointData) -> Result<(), Error>,
+        mut f: impl FnMut(&Input, u64, &PointData) -> Result<(), Error>,
     ) -> Result<(), Error> {
         let chunk = chunk_points.max(1) as u64;
         std::thread::scope(|scope| {
@@ -206,9 +207,11 @@ impl Survey {
                     }
                 }
             });
+            let mut first = vec![0u64; inputs.len()];
             for msg in rx {
                 let (k, pd) = msg?;
-                f(&self.inputs[k], &pd)?;
+                f(&self.inputs[k], first[k], &pd)?;
+                first[k] += pd.len() as u64;
                 progress.inc(pd.len() as u64);
                 let _ = recycle_tx.send(pd);
             }
@@ -230,8 +233,8 @@ impl Survey {
                 let pre = Prefilter::new(config);
                 let mut grid = GridPass::new(*spacing, *keep);
                 let mut rank = 0u64;
-                self.scan(config.chunk_points, progress, |_, pd| {
-                    let c = Coords::of(pd);
+                self.scan(config.chunk_points, progress, |input, first, pd| {
+                    let c = Coords::checked(input, first, pd)?;
                     for i in 0..c.x.len() {
                         if pre.passes(c.x[i], c.y[i], c.z[i], c.class[i]) {
                             grid.offer(rank, c.x[i], c.y[i], c.z[i]);
@@ -248,9 +251,9 @@ impl Survey {
         let mut selector = Selector::new(config, winners);
         let mut read = 0u64;
         progress.start("ingest", self.points());
-        self.scan(config.chunk_points, progress, |input, pd| {
+        self.scan(config.chunk_points, progress, |input, first, pd| {
             read += pd.len() as u64;
-            let coords = Coords::of(pd);
+            let coords = Coords::checked(input, first, pd)?;
             let mask = selector.mask(&coords.x, &coords.y, &coords.z, &coords.class);
             if mask.as_ref().is_some_and(|m| m.true_count() == 0) {
                 return Ok(());
@@ -308,10 +311,26 @@ fn decode_error(input: &Input, at: u64, e: las::Error) -> Error {
         }
         _ => false,
     };
+    if input.compressed {
+        // The file's length and chunk table were checked when it was opened, so a LAZ that
+        // cannot be decoded is corrupt, not short: name the chunk.
+        let detail = match input.locate_corrupt_chunk() {
+            Some(c) => format!(
+                "chunk {} of {} (points {}..{}, from byte {}) cannot be decoded: {e}",
+                c.chunk,
+                c.chunks,
+                c.first_point,
+                c.first_point + c.points,
+                c.offset
+            ),
+            None => format!("the compressed points cannot be decoded after point {at}: {e}"),
+        };
+        return Error::Corrupt { path: input.path.clone(), detail };
+    }
     if eof {
         Error::Truncated {
             path: input.path.clone(),
-            kind: if input.compressed { "LAZ" } else { "LAS" },
+            kind: "LAS",
             detail: format!(
                 "the data ends after point {at} of the {} the header declares",
                 input.points

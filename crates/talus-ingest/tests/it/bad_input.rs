@@ -241,3 +241,55 @@ fn output_over_an_input_is_refused() {
     contains(&e, &["a.las", "overwrite an input"]);
     assert_eq!(std::fs::read(&p).unwrap(), before);
 }
+
+/// Offset of the header's x scale factor (then y, z scales, then x, y, z offsets).
+const X_SCALE: usize = 131;
+
+#[test]
+fn non_finite_transform_or_coordinates_are_refused() {
+    for (ext, minor) in [("las", 2), ("laz", 4)] {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join(format!("scale.{ext}"));
+        write(&p, &Spec::new((1, minor), 1, 500));
+        // A NaN scale: refused from the header, before any point is read.
+        patch(&p, X_SCALE, &f64::NAN.to_le_bytes());
+        let e = fails(&Config::default(), std::slice::from_ref(&p));
+        assert!(matches!(e, Error::BadTransform { axis: 'x', .. }), "{e:?}");
+        contains(&e, &[&format!("scale.{ext}"), "x scale NaN"]);
+        // A NaN z offset.
+        write(&p, &Spec::new((1, minor), 1, 500));
+        patch(&p, X_SCALE + 5 * 8, &f64::NAN.to_le_bytes());
+        let e = fails(&Config::default(), std::slice::from_ref(&p));
+        assert!(matches!(e, Error::BadTransform { axis: 'z', .. }), "{e:?}");
+        // A finite scale so large that raw * scale overflows: the first bad point is named.
+        write(&p, &Spec::new((1, minor), 1, 500));
+        patch(&p, X_SCALE, &1e308f64.to_le_bytes());
+        let e = fails(&Config::default(), std::slice::from_ref(&p));
+        assert!(matches!(e, Error::NonFinite { .. }), "{e:?}");
+        contains(&e, &[&format!("scale.{ext}"), "non-finite coordinates", "scale and offset"]);
+    }
+}
+
+#[test]
+fn corrupt_laz_names_the_chunk() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("noisy.laz");
+    // 120 000 points: three chunks of at most 50 000.
+    write(&p, &Spec::new((1, 4), 7, 120_000));
+    let len = std::fs::metadata(&p).unwrap().len() as usize;
+    // 2000 pseudo-random bytes in the middle of the compressed data (the second chunk).
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let noise: Vec<u8> = (0..2000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    patch(&p, len / 2, &noise);
+    let e = fails(&Config::default(), std::slice::from_ref(&p));
+    assert!(matches!(e, Error::Corrupt { .. }), "{e:?}");
+    contains(&e, &["noisy.laz", "corrupt LAZ data", "chunk 1 of 3", "points 50000..100000"]);
+    assert!(!e.to_string().contains("truncated"), "{e}");
+}
