@@ -258,6 +258,8 @@ impl Ensemble {
     /// pool; `ctx.log` gets one line per member. Errors (not failed members) are
     /// collected and returned together.
     pub fn run_members(&self, jobs: usize, force: bool, ctx: &Context) -> Result<(), Error> {
+        // One writer per calibration directory (members lock their own directories).
+        let _lock = talus_io::OutputLock::directory(&self.out)?;
         let n = self.len();
         let cores = std::thread::available_parallelism().map(|c| c.get()).unwrap_or(1);
         let jobs = if jobs == 0 { cores } else { jobs }.min(n).max(1);
@@ -315,6 +317,7 @@ impl Ensemble {
     /// With `allow_missing`, members without a row are left out (listed by `ctx.log`)
     /// instead of failing.
     pub fn collect(&self, allow_missing: bool, ctx: &Context) -> Result<Collected, Error> {
+        let _lock = talus_io::OutputLock::directory(&self.out)?;
         let n = self.len();
         let missing: Vec<usize> = (0..n).filter(|&i| !self.row_path(i).is_file()).collect();
         if allow_missing && missing.len() < n {

@@ -104,6 +104,8 @@ pub fn run(
     progress: &dyn talus_io::Progress,
 ) -> Result<Summary, Error> {
     config.validate()?;
+    // One writer per output directory (held until the stage returns).
+    let _lock = talus_io::OutputLock::directory(out_dir)?;
     progress.start("read", 0);
     let data = inputs::load(inputs)?;
     progress.finish();

@@ -289,6 +289,8 @@ pub fn run(
     let pre = clouds.pop().expect("two clouds");
     let mut result = diff_clouds(config, pre, post, (pre_path, post_path), progress)?;
     result.summary.crs = crs.as_ref().map_or_else(|| "unknown".to_string(), Crs::label);
+    // One writer per output directory, from the first file written to the last.
+    let _lock = talus_io::OutputLock::directory(out_dir)?;
     progress.start("write", 0);
     output::write_all(config, &result, crs.as_ref(), &[pre_path, post_path], out_dir)?;
     progress.finish();

@@ -483,6 +483,52 @@ fn checkpoint_dirs(root: &Path) -> Vec<(u64, PathBuf)> {
     v
 }
 
+/// The provenance of a run's outputs (without the CRS): configuration and input hashes.
+fn provenance(
+    config: &Config,
+    blocks_path: &Path,
+    terrain_dir: Option<&Path>,
+) -> Result<Provenance, Error> {
+    let mut inputs: Vec<PathBuf> = vec![blocks_path.to_path_buf()];
+    if let Some(d) = terrain_dir {
+        inputs.push(d.join(names::terrain::VERTICES));
+        inputs.push(d.join(names::terrain::TRIANGLES));
+    }
+    Ok(Provenance::new("run", env!("CARGO_PKG_VERSION"), config).with_inputs(&inputs)?)
+}
+
+/// What a checkpoint must match to be resumed: the configuration and the inputs' hashes.
+fn fingerprint(prov: &Provenance) -> String {
+    format!("{}|{}", prov.config, serde_json::to_string(&prov.inputs).unwrap_or_default())
+}
+
+/// Whether `out_dir` holds the final state of this very run (same configuration, inputs).
+fn finished(prov: &Provenance, out_dir: &Path) -> bool {
+    talus_io::blocks::read(&out_dir.join(names::run::FINAL))
+        .is_ok_and(|(_, done)| done.config == prov.config && done.inputs == prov.inputs)
+}
+
+/// The step of the checkpoint in `out_dir` that [`run`] with `resume` would continue
+/// from: the last one, if it belongs to this configuration and these inputs and the run
+/// has not finished. The pipeline uses it to continue an interrupted run.
+pub fn resumable(
+    config: &Config,
+    blocks_path: &Path,
+    terrain_dir: Option<&Path>,
+    out_dir: &Path,
+) -> Result<Option<u64>, Error> {
+    let prov = provenance(config, blocks_path, terrain_dir)?;
+    if finished(&prov, out_dir) {
+        return Ok(None);
+    }
+    let Some((step, dir)) = checkpoint_dirs(&out_dir.join(names::run::CHECKPOINTS)).pop() else {
+        return Ok(None);
+    };
+    let meta = std::fs::read_to_string(dir.join(names::run::CHECKPOINT_META)).ok();
+    let state = meta.and_then(|t| serde_json::from_str::<CheckpointState>(&t).ok());
+    Ok(state.filter(|st| st.fingerprint == fingerprint(&prov)).map(|_| step))
+}
+
 /// Run a simulation from files. `terrain_dir` holds `vertices.parquet` and
 /// `triangles.parquet`; outputs go to `out_dir`. With `resume`, continue from the last
 /// checkpoint in `out_dir/checkpoints`.
@@ -497,26 +543,14 @@ pub fn run(
     let wall = Instant::now();
     config.validate().map_err(SimError::from)?;
     let input = read_blocks(blocks_path)?;
+    // One writer per output directory (held until the run returns).
+    let _lock = talus_io::OutputLock::directory(out_dir)?;
     let tin = terrain_dir.map(read_terrain).transpose()?;
-    let mut inputs: Vec<PathBuf> = vec![blocks_path.to_path_buf()];
-    if let Some(d) = terrain_dir {
-        inputs.push(d.join(names::terrain::VERTICES));
-        inputs.push(d.join(names::terrain::TRIANGLES));
+    let prov = provenance(config, blocks_path, terrain_dir)?.with_crs(input.crs.clone());
+    if resume && finished(&prov, out_dir) {
+        return Err(Error::Finished { path: out_dir.join(names::run::FINAL) });
     }
-    let prov = Provenance::new("run", env!("CARGO_PKG_VERSION"), config)
-        .with_inputs(&inputs)?
-        .with_crs(input.crs.clone());
-    if resume {
-        let final_path = out_dir.join(names::run::FINAL);
-        if let Ok((_, done)) = talus_io::blocks::read(&final_path)
-            && done.config == prov.config
-            && done.inputs == prov.inputs
-        {
-            return Err(Error::Finished { path: final_path });
-        }
-    }
-    let fingerprint =
-        format!("{}|{}", prov.config, serde_json::to_string(&prov.inputs).unwrap_or_default());
+    let fingerprint = fingerprint(&prov);
     let densities = input.densities.clone();
     let n_steps = config.n_steps();
     let mut sim = Simulation::new(config.clone(), input.blocks, statics(config, tin))?;

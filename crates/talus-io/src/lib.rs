@@ -22,6 +22,7 @@ pub mod blocks;
 pub mod crs;
 pub mod error;
 pub mod geo;
+pub mod lock;
 pub mod parquet_io;
 pub mod points;
 pub mod progress;
@@ -32,6 +33,7 @@ pub mod zones;
 pub use atomic::AtomicFile;
 pub use crs::Crs;
 pub use error::{IoError, Result};
+pub use lock::OutputLock;
 pub use parquet_io::{
     PARALLEL_MIN_ROWS, ParquetSink, ROW_GROUP_ROWS, Table, read_batches, read_metadata,
     read_schema, read_table, validate_schema, write_parquet, writer_properties,

@@ -71,8 +71,11 @@ pub fn execute(job: &Job, site: &Site, progress: &dyn Progress) -> Result<String
             format!("{s}{}", out(o))
         }
         Job::Run { blocks, terrain, out_dir } => {
-            let s =
-                talus_engine::run(&f.run, blocks, terrain.as_deref(), out_dir, false, progress)?;
+            // An interrupted run of the same configuration and inputs continues from its
+            // last checkpoint (byte-identical to an uninterrupted run).
+            let t = terrain.as_deref();
+            let resume = talus_engine::driver::resumable(&f.run, blocks, t, out_dir)?.is_some();
+            let s = talus_engine::run(&f.run, blocks, t, out_dir, resume, progress)?;
             format!("{s}{}", out(out_dir))
         }
         Job::Compare { inputs, out_dir } => {
@@ -120,10 +123,10 @@ pub fn run_stages(
 ) -> Result<Outcome, Error> {
     let exe_hash = executable_sha256()?;
     let version = env!("CARGO_PKG_VERSION").to_string();
-    if let Some(dir) = manifest_path.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| Error::Output { path: dir.to_path_buf(), message: e.to_string() })?;
-    }
+    // One writer per output directory: the pipeline holds its directory for its whole
+    // life (its stages lock their own directories inside it).
+    let dir = manifest_path.parent().unwrap_or(Path::new("."));
+    let _lock = talus_io::OutputLock::directory(dir)?;
     let previous = Manifest::read_or_default(manifest_path);
     let mut forced = options.force;
     for stage in stages {

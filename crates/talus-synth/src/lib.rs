@@ -164,6 +164,8 @@ pub fn generate(
 /// written; each file is written atomically.
 pub fn run(config: &Config, out_dir: &Path, progress: &dyn Progress) -> Result<Summary, Error> {
     let g = generate(config, true, progress)?;
+    // One writer per output directory, from the first file written to the last.
+    let _lock = talus_io::OutputLock::directory(out_dir)?;
     write_outputs(&g, out_dir)?;
     Ok(g.summary)
 }

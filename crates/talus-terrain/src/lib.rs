@@ -230,6 +230,8 @@ pub fn run(
     let prov = talus_io::Provenance::new("terrain", env!("CARGO_PKG_VERSION"), config)
         .with_inputs(&inputs)?
         .with_crs(crs);
+    // One writer per output directory, from the first file written to the last.
+    let _lock = talus_io::OutputLock::directory(out_dir)?;
     let area_3d = export::write_all(tin, out_dir, &prov, config.obj)?;
     Ok(Summary {
         points_read: read,
