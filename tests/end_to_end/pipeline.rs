@@ -3,7 +3,8 @@
 //! * every stage's outputs exist and validate against their schemas;
 //! * the report lists every metric and embeds every figure;
 //! * a second run skips every stage (manifest);
-//! * a run in another directory gives byte-identical Parquet files;
+//! * a run in another directory, with the default `wall_times = true`, gives byte-identical
+//!   Parquet files but `run/timings.parquet`, and leaves the user's files there alone;
 //! * a bad option of any stage is refused before the first stage runs;
 //! * a stage failure stops the pipeline, names the stage, keeps earlier outputs;
 //! * bad site files (unknown key, missing input) are refused before any stage runs.
@@ -44,7 +45,6 @@ clearance = 0.01
 dt = 0.05
 steps = 20
 allow_initial_overlap = false
-wall_times = false
 output_every = 5
 kappa = { mode = "restitution", e = 0.2, tangential_ratio = 1.0 }
 
@@ -185,15 +185,30 @@ fn synthetic_site_end_to_end() {
         assert_eq!(s["status"], "skipped", "{}", s["stage"]);
     }
 
-    // Another directory: byte-identical Parquet.
+    // Another directory, holding files of the user's where Talus writes: byte-identical
+    // Parquet but the wall times, and the user's files untouched and not listed as outputs.
     let b = site_dir(SITE);
+    let rb = b.path().join("runs/small");
+    let mine = ["compare/figures/my-sketch.png", "run/checkpoints/notes.txt"];
+    for f in mine {
+        std::fs::create_dir_all(rb.join(f).parent().unwrap()).unwrap();
+        std::fs::write(rb.join(f), "the user's").unwrap();
+    }
     let o = pipeline(b.path());
     assert!(o.status.success(), "{}", text(&o));
-    let rb = b.path().join("runs/small");
+    let listed = std::fs::read_to_string(rb.join("manifest.json")).unwrap();
+    for f in mine {
+        assert_eq!(std::fs::read_to_string(rb.join(f)).unwrap(), "the user's", "{f} touched");
+        let name = Path::new(f).file_name().unwrap().to_string_lossy().into_owned();
+        assert!(!listed.contains(&name), "{f} recorded as an output");
+    }
+    assert!(listed.contains("figures/dod.png"), "figures are recorded");
+    let t = read_table(&r.join("run/timings.parquet"), &run::timings_schema()).unwrap();
+    assert!(t.f64s("t_step").unwrap()[1..].iter().all(|t| *t > 0.0), "wall times measured");
     let files = parquet_files(&r);
     assert_eq!(files, parquet_files(&rb));
-    assert!(files.len() >= 14, "{files:?}");
-    for f in &files {
+    assert!(files.len() >= 15, "{files:?}");
+    for f in files.iter().filter(|f| !f.ends_with("run/timings.parquet")) {
         assert!(
             std::fs::read(r.join(f)).unwrap() == std::fs::read(rb.join(f)).unwrap(),
             "{} differs between runs",

@@ -26,10 +26,13 @@ pub struct Inputs {
 impl Inputs {
     /// Every file read, in a fixed order (for provenance).
     pub fn files(&self) -> Vec<PathBuf> {
-        let mut v: Vec<PathBuf> = ["final", "trajectories", "energies", "diagnostics"]
-            .iter()
-            .map(|n| self.run_dir.join(format!("{n}.parquet")))
-            .collect();
+        let run = [
+            names::run::FINAL,
+            names::run::TRAJECTORIES,
+            names::run::ENERGIES,
+            names::run::DIAGNOSTICS,
+        ];
+        let mut v: Vec<PathBuf> = run.iter().map(|n| self.run_dir.join(n)).collect();
         if let Some(d) = &self.diff_dir {
             v.push(d.join(names::diff::DOD));
             v.push(d.join(names::diff::ZONES));

@@ -70,6 +70,9 @@ pub struct Summary {
     pub figures: Vec<String>,
     /// The report.
     pub report: PathBuf,
+    /// Every file this run wrote (metrics, thickness map when there is a survey, figures,
+    /// report), in that order; other files of the directory are the user's.
+    pub written: Vec<PathBuf>,
 }
 
 /// Output paths of the stage under `out_dir`.
@@ -132,6 +135,12 @@ pub fn run(
     let figs = figures::draw_all(config, &data, map.as_ref(), &out.figures)?;
     progress.finish();
     report::write(&out.report, site, config, &data, &metrics, &figs)?;
+    let mut written = vec![out.metrics_parquet.clone(), out.metrics_json.clone()];
+    if map.is_some() {
+        written.push(out.thickness.clone());
+    }
+    written.extend(figs.iter().map(|f| f.path.clone()));
+    written.push(out.report.clone());
 
     Ok(Summary {
         blocks: data.final_blocks.len(),
@@ -142,6 +151,7 @@ pub fn run(
             .find(|m| m.metric == "deposit_iou" && m.applicable)
             .map(|m| m.value),
         figures: figs.iter().map(|f| f.file.clone()).collect(),
+        written,
         report: out.report,
     })
 }

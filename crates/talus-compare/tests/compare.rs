@@ -203,10 +203,6 @@ fn write_run(dir: &Path, shift: f64) {
             f64a(vec![1e-9; 101]),
             Arc::new(BooleanArray::from((0..101).map(|i| i == 7).collect::<Vec<_>>())),
             f64a((0..101).map(|i| if i == 50 { 0.02 } else { 0.001 }).collect()),
-            f64a(vec![0.0; 101]),
-            f64a(vec![0.0; 101]),
-            f64a(vec![0.0; 101]),
-            f64a(vec![0.0; 101]),
         ],
         &Provenance::new("run", "0.1.0", &0),
     );

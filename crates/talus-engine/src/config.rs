@@ -252,9 +252,9 @@ pub struct Config {
     /// Accept blocks that overlap at the start (the separation velocity pushes them
     /// apart); otherwise the run is refused and the overlapping pairs are listed.
     pub allow_initial_overlap: bool,
-    /// Record wall times per phase in the diagnostics. With `false` they are written as 0,
-    /// so that two runs of the same inputs give byte-identical diagnostics too (every
-    /// other output is byte-identical either way).
+    /// Measure wall times per step and phase into `timings.parquet`. With `false` its
+    /// times are written as 0, so that it too is byte-identical between two runs (every
+    /// other output is byte-identical either way: no other table holds wall times).
     pub wall_times: bool,
     /// Overlap depth tolerated at the start without refusing, m.
     pub initial_overlap_tolerance: f64,

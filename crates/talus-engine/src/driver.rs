@@ -1,15 +1,16 @@
 //! The run driver of `talus run`: the step loop over Parquet input and output (blocks and
-//! terrain in; trajectories,
-//! energies, diagnostics and the final state out, checkpoints to resume from.
+//! terrain in; trajectories, energies, diagnostics, timings and the final state out,
+//! checkpoints to resume from).
 //!
 //! Outputs are written atomically at the end of the run (talus-io sinks): a run that
 //! fails or is interrupted leaves its checkpoints and no half-written table. Each
 //! checkpoint `checkpoints/step_NNNNNNNNNN/` holds the full state (`state.parquet`,
 //! `state.json` with the cumulative energies and the warm-start multipliers) and the rows
-//! of the three tables since the previous checkpoint; `--resume` replays those rows with
-//! the same batching and continues, so trajectories, energies and the final state are
-//! byte-identical to an uninterrupted run's (diagnostics hold wall times, which differ).
-
+//! of the four per-step tables since the previous checkpoint; `--resume` replays those
+//! rows with the same batching and continues, so every table but `timings.parquet` is
+//! byte-identical to an uninterrupted run's (timings too with `wall_times = false`).
+//! Wall-clock times live only in `timings.parquet`, so two runs of the same inputs give
+//! byte-identical trajectories, energies, diagnostics and final state.
 use crate::body::Block;
 use crate::config::{Config, OnSolverFailure};
 use crate::error::Error;
@@ -186,27 +187,56 @@ pub struct DiagRow {
     pub accuracy: f64,
     pub fallback: bool,
     pub max_penetration: f64,
+    pub deactivated: u32,
+    pub failed: u32,
+    pub active: u32,
+}
+
+/// One row of `timings.parquet`: wall-clock seconds of a step and of its phases.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TimingRow {
+    pub step: u64,
     pub t_broad: f64,
     pub t_narrow: f64,
     pub t_assembly: f64,
     pub t_solve: f64,
-    pub deactivated: u32,
-    pub failed: u32,
-    pub active: u32,
     pub t_step: f64,
 }
 
-impl DiagRow {
-    /// Zero the wall-time columns (config `wall_times = false`).
-    fn clear_wall_times(&mut self) {
-        self.t_broad = 0.0;
-        self.t_narrow = 0.0;
-        self.t_assembly = 0.0;
-        self.t_solve = 0.0;
-        self.t_step = 0.0;
+impl TimingRow {
+    /// The times of step `d`; all zero unless `wall_times` (config).
+    fn from(d: &Diagnostics, t_step: f64, wall_times: bool) -> Self {
+        if !wall_times {
+            return TimingRow { step: d.step, ..Default::default() };
+        }
+        TimingRow {
+            step: d.step,
+            t_broad: d.t_broad,
+            t_narrow: d.t_narrow,
+            t_assembly: d.jump.t_assembly,
+            t_solve: d.jump.t_solve,
+            t_step,
+        }
     }
+}
 
-    fn from(d: &Diagnostics, active: u32, t_step: f64) -> Self {
+/// Timings rows.
+pub fn timings_batch(rows: &[TimingRow]) -> RecordBatch {
+    let g = |f: &dyn Fn(&TimingRow) -> f64| f64col(rows.iter().map(f).collect());
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(UInt64Array::from(rows.iter().map(|d| d.step).collect::<Vec<_>>())),
+        g(&|d| d.t_broad),
+        g(&|d| d.t_narrow),
+        g(&|d| d.t_assembly),
+        g(&|d| d.t_solve),
+        g(&|d| d.t_step),
+    ];
+    RecordBatch::try_new(Arc::new(talus_schema::run::timings_schema()), cols)
+        .expect("timings schema")
+}
+
+impl DiagRow {
+    fn from(d: &Diagnostics, active: u32) -> Self {
         let j = &d.jump;
         DiagRow {
             step: d.step,
@@ -225,14 +255,9 @@ impl DiagRow {
             accuracy: j.accuracy,
             fallback: j.fallback,
             max_penetration: j.max_penetration,
-            t_broad: d.t_broad,
-            t_narrow: d.t_narrow,
-            t_assembly: j.t_assembly,
-            t_solve: j.t_solve,
             deactivated: d.deactivated.len() as u32,
             failed: j.failed.len() as u32,
             active,
-            t_step,
         }
     }
 }
@@ -260,14 +285,9 @@ pub fn diagnostics_batch(rows: &[DiagRow]) -> RecordBatch {
         g(&|d| d.accuracy),
         Arc::new(BooleanArray::from(rows.iter().map(|d| d.fallback).collect::<Vec<_>>())),
         g(&|d| d.max_penetration),
-        g(&|d| d.t_broad),
-        g(&|d| d.t_narrow),
-        g(&|d| d.t_assembly),
-        g(&|d| d.t_solve),
         u(&|d| d.deactivated),
         u(&|d| d.failed),
         u(&|d| d.active),
-        g(&|d| d.t_step),
     ];
     RecordBatch::try_new(Arc::new(talus_schema::run::diagnostics_schema()), cols)
         .expect("diagnostics schema")
@@ -316,35 +336,52 @@ struct Sinks {
     traj: ParquetSink,
     energy: ParquetSink,
     diag: ParquetSink,
+    timing: ParquetSink,
+}
+
+impl Sinks {
+    fn finish(self) -> Result<(), Error> {
+        self.traj.finish()?;
+        self.energy.finish()?;
+        self.diag.finish()?;
+        self.timing.finish()?;
+        Ok(())
+    }
 }
 
 struct Pending {
     energies: Vec<Energies>,
     diags: Vec<DiagRow>,
+    timings: Vec<TimingRow>,
 }
 
-fn segment_paths(dir: &Path) -> [PathBuf; 3] {
-    [
-        dir.join(names::run::TRAJECTORIES),
-        dir.join(names::run::ENERGIES),
-        dir.join(names::run::DIAGNOSTICS),
-    ]
+/// The per-step tables of a run, in the run directory and in each checkpoint segment.
+const SEGMENT_FILES: [&str; 4] =
+    [names::run::TRAJECTORIES, names::run::ENERGIES, names::run::DIAGNOSTICS, names::run::TIMINGS];
+
+/// The files a run writes into a checkpoint directory, `state.json` (which publishes it)
+/// last.
+const CHECKPOINT_FILES: [&str; 6] = [
+    SEGMENT_FILES[0],
+    SEGMENT_FILES[1],
+    SEGMENT_FILES[2],
+    SEGMENT_FILES[3],
+    names::run::CHECKPOINT_STATE,
+    names::run::CHECKPOINT_META,
+];
+
+fn segment_paths(dir: &Path) -> [PathBuf; 4] {
+    SEGMENT_FILES.map(|n| dir.join(n))
 }
 
-fn schemas() -> [SchemaRef; 3] {
-    [
-        Arc::new(talus_schema::run::trajectories_schema()),
-        Arc::new(talus_schema::run::energies_schema()),
-        Arc::new(talus_schema::run::diagnostics_schema()),
-    ]
-}
-
-fn open_sinks(paths: &[PathBuf; 3], prov: &Provenance) -> Result<Sinks, Error> {
-    let [ts, es, ds] = schemas();
+fn open_sinks(paths: &[PathBuf; 4], prov: &Provenance) -> Result<Sinks, Error> {
+    use talus_schema::run as s;
+    let schema = |f: fn() -> arrow::datatypes::Schema| -> SchemaRef { Arc::new(f()) };
     Ok(Sinks {
-        traj: ParquetSink::create(&paths[0], ts, prov)?,
-        energy: ParquetSink::create(&paths[1], es, prov)?,
-        diag: ParquetSink::create(&paths[2], ds, prov)?,
+        traj: ParquetSink::create(&paths[0], schema(s::trajectories_schema), prov)?,
+        energy: ParquetSink::create(&paths[1], schema(s::energies_schema), prov)?,
+        diag: ParquetSink::create(&paths[2], schema(s::diagnostics_schema), prov)?,
+        timing: ParquetSink::create(&paths[3], schema(s::timings_schema), prov)?,
     })
 }
 
@@ -360,6 +397,12 @@ fn flush(main: &mut Sinks, seg: &mut Sinks, pending: &mut Pending) -> Result<(),
         main.diag.write(&b)?;
         seg.diag.write(&b)?;
         pending.diags.clear();
+    }
+    if !pending.timings.is_empty() {
+        let b = timings_batch(&pending.timings);
+        main.timing.write(&b)?;
+        seg.timing.write(&b)?;
+        pending.timings.clear();
     }
     Ok(())
 }
@@ -423,16 +466,7 @@ fn read_diags(path: &Path) -> Result<Vec<DiagRow>, Error> {
         t.bools("fallback")?,
         f("max_penetration")?,
     );
-    let (tb, tn, ta, ts, de, fq, ac, tst) = (
-        f("t_broad")?,
-        f("t_narrow")?,
-        f("t_assembly")?,
-        f("t_solve")?,
-        u("deactivated")?,
-        u("failed_qps")?,
-        u("active_blocks")?,
-        f("t_step")?,
-    );
+    let (de, fq, ac) = (u("deactivated")?, u("failed_qps")?, u("active_blocks")?);
     Ok((0..step.len())
         .map(|k| DiagRow {
             step: step[k],
@@ -451,13 +485,26 @@ fn read_diags(path: &Path) -> Result<Vec<DiagRow>, Error> {
             accuracy: acc[k],
             fallback: fb[k],
             max_penetration: mp[k],
+            deactivated: de[k],
+            failed: fq[k],
+            active: ac[k],
+        })
+        .collect())
+}
+
+fn read_timings(path: &Path) -> Result<Vec<TimingRow>, Error> {
+    let t = talus_io::read_table(path, &talus_schema::run::timings_schema())?;
+    let step = t.u64s("step")?;
+    let f = |n: &str| t.f64s(n);
+    let (tb, tn, ta, ts, tst) =
+        (f("t_broad")?, f("t_narrow")?, f("t_assembly")?, f("t_solve")?, f("t_step")?);
+    Ok((0..step.len())
+        .map(|k| TimingRow {
+            step: step[k],
             t_broad: tb[k],
             t_narrow: tn[k],
             t_assembly: ta[k],
             t_solve: ts[k],
-            deactivated: de[k],
-            failed: fq[k],
-            active: ac[k],
             t_step: tst[k],
         })
         .collect())
@@ -481,6 +528,52 @@ fn checkpoint_dirs(root: &Path) -> Vec<(u64, PathBuf)> {
         .collect();
     v.sort();
     v
+}
+
+/// Remove a checkpoint or segment directory: the files a run writes there, then the
+/// directory if nothing else is left in it.
+fn remove_checkpoint(dir: &Path) {
+    for name in CHECKPOINT_FILES {
+        let _ = std::fs::remove_file(dir.join(name));
+    }
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if talus_io::lock::is_temporary(&e.file_name().to_string_lossy()) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+    let _ = std::fs::remove_dir(dir);
+}
+
+/// Publish the finished segment directory `seg` as the checkpoint `target`: a rename, or,
+/// when the user keeps files of their own in `target`, a move of each file with
+/// `state.json` last (a checkpoint counts only once its `state.json` is there).
+fn publish_checkpoint(seg: &Path, target: &Path) -> Result<(), Error> {
+    remove_checkpoint(target);
+    if std::fs::rename(seg, target).is_ok() {
+        return Ok(());
+    }
+    let err = |e: std::io::Error| input_err(target, e.to_string());
+    for name in CHECKPOINT_FILES {
+        std::fs::rename(seg.join(name), target.join(name)).map_err(err)?;
+    }
+    std::fs::remove_dir(seg).map_err(err)
+}
+
+/// Refuse a blocks input that the run in `out_dir` would overwrite or remove: its final
+/// state, or a checkpoint's state.
+fn refuse_own_output(blocks_path: &Path, out_dir: &Path) -> Result<(), Error> {
+    let (Ok(input), Ok(dir)) = (blocks_path.canonicalize(), out_dir.canonicalize()) else {
+        return Ok(()); // a missing input is reported by the reader; a new directory is empty
+    };
+    let own = names::run::ALL.iter().any(|n| input == dir.join(n))
+        || input.starts_with(dir.join(names::run::CHECKPOINTS));
+    if own {
+        return Err(Error::OutputIsInput {
+            path: blocks_path.to_path_buf(),
+            out_dir: out_dir.to_path_buf(),
+        });
+    }
+    Ok(())
 }
 
 /// The provenance of a run's outputs (without the CRS): configuration and input hashes.
@@ -542,6 +635,7 @@ pub fn run(
 ) -> Result<Summary, Error> {
     let wall = Instant::now();
     config.validate().map_err(SimError::from)?;
+    refuse_own_output(blocks_path, out_dir)?;
     let input = read_blocks(blocks_path)?;
     // One writer per output directory (held until the run returns).
     let _lock = talus_io::OutputLock::directory(out_dir)?;
@@ -561,21 +655,23 @@ pub fn run(
     summary.initial_energy = sim.totals.initial_energy;
 
     let ckpt_root = out_dir.join(names::run::CHECKPOINTS);
-    if !resume {
-        // A fresh run: checkpoints of an earlier run in this directory are not ours.
-        let _ = std::fs::remove_dir_all(&ckpt_root);
-    }
+    // A fresh run: the checkpoints of an earlier run in this directory are not ours.
     // Segment directories in progress (rows since the last checkpoint) of an interrupted
-    // run are stale: remove them.
+    // run are stale either way. Only what a run writes is removed: files the user put
+    // there stay (and so does their directory).
     for e in std::fs::read_dir(&ckpt_root).into_iter().flatten().flatten() {
-        if e.file_name().to_string_lossy().starts_with(".segment_") {
-            let _ = std::fs::remove_dir_all(e.path());
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with(".segment_") || (!resume && name.starts_with("step_")) {
+            remove_checkpoint(&e.path());
         }
+    }
+    if !resume {
+        let _ = std::fs::remove_dir(&ckpt_root);
     }
     let seg_dir = |start: u64| ckpt_root.join(format!(".segment_{start:010}"));
     let main_paths = segment_paths(out_dir);
     let mut main = open_sinks(&main_paths, &prov)?;
-    let mut pending = Pending { energies: Vec::new(), diags: Vec::new() };
+    let mut pending = Pending { energies: Vec::new(), diags: Vec::new(), timings: Vec::new() };
 
     // Resume: restore the state and replay the rows of every checkpoint segment.
     let mut resumed = false;
@@ -618,7 +714,7 @@ pub fn run(
         summary = st.summary;
         summary.resumed_from = Some(last);
         for (_, dir) in dirs.iter().filter(|(n, _)| *n <= last) {
-            let [tp, ep, dp] = segment_paths(dir);
+            let [tp, ep, dp, tip] = segment_paths(dir);
             let table = talus_io::read_table(&tp, &talus_schema::run::trajectories_schema())?;
             // Trajectory batches: one per output step, as written.
             let rows = table.batches;
@@ -663,6 +759,14 @@ pub fn run(
                     pending.diags.clear();
                 }
             }
+            for d in read_timings(&tip)? {
+                let s = d.step;
+                pending.timings.push(d);
+                if s > 0 && is_flush_step(s, config) {
+                    main.timing.write(&timings_batch(&pending.timings))?;
+                    pending.timings.clear();
+                }
+            }
         }
         resumed = true;
     }
@@ -685,8 +789,8 @@ pub fn run(
                 ..Default::default()
             },
             sim.blocks.iter().filter(|b| b.active).count() as u32,
-            0.0,
         ));
+        pending.timings.push(TimingRow::default());
     }
 
     progress.start("run", n_steps.saturating_sub(sim.step));
@@ -733,11 +837,8 @@ pub fn run(
             seg.traj.write(&b)?;
         }
         pending.energies.push(e);
-        let mut row = DiagRow::from(&d, active, t0.elapsed().as_secs_f64());
-        if !config.wall_times {
-            row.clear_wall_times();
-        }
-        pending.diags.push(row);
+        pending.diags.push(DiagRow::from(&d, active));
+        pending.timings.push(TimingRow::from(&d, t0.elapsed().as_secs_f64(), config.wall_times));
         let ckpt = config.checkpoint_every > 0 && step % config.checkpoint_every == 0 && !last;
         if is_flush_step(step, config) || last {
             flush(&mut main, &mut seg, &mut pending)?;
@@ -747,9 +848,7 @@ pub fn run(
             let next_dir = seg_dir(step);
             std::fs::create_dir_all(&next_dir).map_err(|e| input_err(&next_dir, e.to_string()))?;
             let done = std::mem::replace(&mut seg, open_sinks(&segment_paths(&next_dir), &prov)?);
-            done.traj.finish()?;
-            done.energy.finish()?;
-            done.diag.finish()?;
+            done.finish()?;
             talus_io::blocks::write(
                 &cur_dir.join(names::run::CHECKPOINT_STATE),
                 &block_rows(&sim.blocks, &densities),
@@ -782,8 +881,7 @@ pub fn run(
             let json = serde_json::to_vec(&st).map_err(|e| input_err(&cur_dir, e.to_string()))?;
             talus_io::AtomicFile::write_all(&cur_dir.join(names::run::CHECKPOINT_META), &json)?;
             let target = ckpt_root.join(format!("step_{step:010}"));
-            let _ = std::fs::remove_dir_all(&target);
-            std::fs::rename(&cur_dir, &target).map_err(|e| input_err(&target, e.to_string()))?;
+            publish_checkpoint(&cur_dir, &target)?;
             cur_dir = next_dir;
         }
         progress.inc(1);
@@ -792,9 +890,7 @@ pub fn run(
     flush(&mut main, &mut seg, &mut pending)?;
     drop(seg);
     let _ = std::fs::remove_dir_all(&cur_dir);
-    main.traj.finish()?;
-    main.energy.finish()?;
-    main.diag.finish()?;
+    main.finish()?;
     talus_io::blocks::write(
         &out_dir.join(names::run::FINAL),
         &block_rows(&sim.blocks, &densities),

@@ -26,4 +26,9 @@ pub enum Error {
         "{path}: this run is already finished (same configuration and inputs); nothing to resume. Run without --resume to redo it"
     )]
     Finished { path: PathBuf },
+    /// The blocks to run are one of the files the run would write or remove.
+    #[error(
+        "{path}: this input is an output of the run in {out_dir} (its final state or a checkpoint), which the run would overwrite; copy it elsewhere or choose another --out-dir"
+    )]
+    OutputIsInput { path: PathBuf, out_dir: PathBuf },
 }

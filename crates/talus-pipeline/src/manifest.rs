@@ -139,25 +139,6 @@ pub fn hash_files(files: &[PathBuf]) -> Result<Vec<Hashed>, talus_io::IoError> {
         .collect()
 }
 
-/// The files (not hidden) directly inside `dirs`, sorted per directory.
-pub fn dir_files(dirs: &[PathBuf]) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for d in dirs {
-        if let Ok(rd) = std::fs::read_dir(d) {
-            let mut v: Vec<PathBuf> = rd
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|f| {
-                    f.is_file()
-                        && !f.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'))
-                })
-                .collect();
-            v.sort();
-            out.extend(v);
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,11 +1,11 @@
 //! Running stages in this process, in order, with hash-based skipping against the
 //! manifest, which is written after every stage.
 
-use crate::manifest::{Manifest, StageRecord, StageStatus, dir_files, hash_files};
+use crate::manifest::{Manifest, StageRecord, StageStatus, hash_files};
 use crate::site::Site;
 use crate::stage::{Job, Stage, StageName};
 use crate::{Context, Error};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Instant;
 use talus_io::Progress;
@@ -42,11 +42,18 @@ pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     s
 }
 
-/// Run one stage's library on the site's typed options; returns its summary.
-pub fn execute(job: &Job, site: &Site, progress: &dyn Progress) -> Result<String, StageError> {
+/// What a stage's library reports: its summary, and the files it wrote besides the
+/// stage's fixed outputs (compare's figures).
+pub struct Executed {
+    pub summary: String,
+    pub written: Vec<PathBuf>,
+}
+
+/// Run one stage's library on the site's typed options.
+pub fn execute(job: &Job, site: &Site, progress: &dyn Progress) -> Result<Executed, StageError> {
     let f = &site.file;
     let out = |path: &Path| format!(" -> {}", path.display());
-    Ok(match job {
+    let summary = match job {
         Job::Synth { out_dir } => {
             let cfg = f.synth.as_ref().ok_or("[inputs] synth = true needs a [synth] table")?;
             format!("{}{}", talus_synth::run(cfg, out_dir, progress)?, out(out_dir))
@@ -79,9 +86,11 @@ pub fn execute(job: &Job, site: &Site, progress: &dyn Progress) -> Result<String
             format!("{s}{}", out(out_dir))
         }
         Job::Compare { inputs, out_dir } => {
-            talus_compare::run(&f.compare, inputs, &site.info(), out_dir, progress)?.to_string()
+            let s = talus_compare::run(&f.compare, inputs, &site.info(), out_dir, progress)?;
+            return Ok(Executed { summary: s.to_string(), written: s.written });
         }
-    })
+    };
+    Ok(Executed { summary, written: Vec::new() })
 }
 
 /// The effective configuration a stage runs with, as recorded in the manifest.
@@ -181,10 +190,16 @@ pub fn run_stages(
                     .unwrap_or("(no message)")
             )),
         };
+        let mut outs = stage.outputs.clone();
         match result {
-            Ok(summary) => {
-                for line in summary.lines() {
+            Ok(done) => {
+                for line in done.summary.lines() {
                     (ctx.log)(&format!("  [{}] {line}", stage.name));
+                }
+                for w in done.written {
+                    if !outs.contains(&w) {
+                        outs.push(w);
+                    }
                 }
             }
             Err(e) => {
@@ -195,8 +210,6 @@ pub fn run_stages(
                 return Ok(Outcome::Failed { stage: stage.name, error: e });
             }
         }
-        let mut outs = stage.outputs.clone();
-        outs.extend(dir_files(&stage.output_dirs));
         record.outputs = hash_files(&outs)?;
         (ctx.log)(&format!("  {:<12} done in {:.1} s", stage.name, record.wall_time_s));
         manifest.stages.push(record);

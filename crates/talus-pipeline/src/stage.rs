@@ -190,10 +190,9 @@ pub struct Stage {
     pub job: Job,
     /// Files it reads (hashed for skipping).
     pub inputs: Vec<PathBuf>,
-    /// Files it must write.
+    /// Files it must write. The manifest also records the files the stage reports having
+    /// written besides these (compare's figures), and nothing else of its directory.
     pub outputs: Vec<PathBuf>,
-    /// Directories whose files are also recorded as outputs (the figures).
-    pub output_dirs: Vec<PathBuf>,
 }
 
 /// Where each stage writes. By default `OUT/<stage>` (`OUT/points` for both ingests);
@@ -244,7 +243,6 @@ pub fn plan(site: &Site, layout: &Layout) -> Vec<Stage> {
         [names::compare::METRICS_PARQUET, names::compare::METRICS_JSON, names::compare::REPORT],
     )
     .to_vec();
-    let figures = vec![layout.compare.join(names::compare::FIGURES)];
     let mut stages = Vec::new();
     let (pre, post) = match &site.inputs {
         Inputs::Thesis { dir, n } => {
@@ -253,7 +251,6 @@ pub fn plan(site: &Site, layout: &Layout) -> Vec<Stage> {
                 job: Job::ThesisImport { dir: dir.clone(), n: *n, out: blocks.clone() },
                 inputs: thesis_files(dir, *n).to_vec(),
                 outputs: vec![blocks.clone()],
-                output_dirs: vec![],
             });
             stages.push(Stage {
                 name: StageName::Run,
@@ -264,24 +261,18 @@ pub fn plan(site: &Site, layout: &Layout) -> Vec<Stage> {
                 },
                 inputs: vec![blocks.clone()],
                 outputs: run_outputs.clone(),
-                output_dirs: vec![],
             });
-            let mut inputs = run_outputs;
-            inputs.push(blocks.clone());
+            let compare_inputs = talus_compare::Inputs {
+                run_dir: layout.run.clone(),
+                diff_dir: None,
+                terrain_dir: None,
+                blocks: Some(blocks),
+            };
             stages.push(Stage {
                 name: StageName::Compare,
-                job: Job::Compare {
-                    inputs: talus_compare::Inputs {
-                        run_dir: layout.run.clone(),
-                        diff_dir: None,
-                        terrain_dir: None,
-                        blocks: Some(blocks),
-                    },
-                    out_dir: layout.compare.clone(),
-                },
-                inputs,
+                inputs: compare_inputs.files(),
+                job: Job::Compare { inputs: compare_inputs, out_dir: layout.compare.clone() },
                 outputs: compare_outputs,
-                output_dirs: figures,
             });
             return stages;
         }
@@ -292,7 +283,6 @@ pub fn plan(site: &Site, layout: &Layout) -> Vec<Stage> {
                 job: Job::Synth { out_dir: d.clone() },
                 inputs: vec![],
                 outputs: in_dir(d, names::synth::ALL).to_vec(),
-                output_dirs: vec![],
             });
             (vec![d.join(names::synth::PRE)], vec![d.join(names::synth::POST)])
         }
@@ -308,7 +298,6 @@ pub fn plan(site: &Site, layout: &Layout) -> Vec<Stage> {
             job: Job::Ingest { inputs: ins.clone(), out: out.clone() },
             inputs: ins,
             outputs: vec![out.clone()],
-            output_dirs: vec![],
         });
     }
     let dod = layout.diff.join(names::diff::DOD);
@@ -318,7 +307,6 @@ pub fn plan(site: &Site, layout: &Layout) -> Vec<Stage> {
         job: Job::Diff { pre: pre_pq.clone(), post: post_pq.clone(), out_dir: layout.diff.clone() },
         inputs: vec![pre_pq.clone(), post_pq.clone()],
         outputs: in_dir(&layout.diff, names::diff::ALL).to_vec(),
-        output_dirs: vec![],
     });
     stages.push(Stage {
         name: StageName::Terrain,
@@ -330,7 +318,6 @@ pub fn plan(site: &Site, layout: &Layout) -> Vec<Stage> {
         },
         inputs: vec![post_pq, pre_pq, zones.clone()],
         outputs: in_dir(&layout.terrain, names::terrain::ALL).to_vec(),
-        output_dirs: vec![],
     });
     let tin = in_dir(&layout.terrain, names::terrain::TIN).to_vec();
     let mut seed_inputs = vec![dod.clone(), zones.clone()];
@@ -345,7 +332,6 @@ pub fn plan(site: &Site, layout: &Layout) -> Vec<Stage> {
         },
         inputs: seed_inputs,
         outputs: vec![blocks.clone()],
-        output_dirs: vec![],
     });
     let mut run_inputs = vec![blocks.clone()];
     run_inputs.extend(tin.iter().cloned());
@@ -358,27 +344,20 @@ pub fn plan(site: &Site, layout: &Layout) -> Vec<Stage> {
         },
         inputs: run_inputs,
         outputs: run_outputs.clone(),
-        output_dirs: vec![],
     });
-    let mut inputs = run_outputs;
-    inputs.extend([dod, zones, blocks.clone()]);
-    inputs.extend(tin);
     let mut outputs = compare_outputs;
     outputs.push(layout.compare.join(names::compare::THICKNESS));
+    let compare_inputs = talus_compare::Inputs {
+        run_dir: layout.run.clone(),
+        diff_dir: Some(layout.diff.clone()),
+        terrain_dir: Some(layout.terrain.clone()),
+        blocks: Some(blocks),
+    };
     stages.push(Stage {
         name: StageName::Compare,
-        job: Job::Compare {
-            inputs: talus_compare::Inputs {
-                run_dir: layout.run.clone(),
-                diff_dir: Some(layout.diff.clone()),
-                terrain_dir: Some(layout.terrain.clone()),
-                blocks: Some(blocks),
-            },
-            out_dir: layout.compare.clone(),
-        },
-        inputs,
+        inputs: compare_inputs.files(),
+        job: Job::Compare { inputs: compare_inputs, out_dir: layout.compare.clone() },
         outputs,
-        output_dirs: figures,
     });
     stages
 }

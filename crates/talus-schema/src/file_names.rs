@@ -71,6 +71,8 @@ pub mod run {
     pub const ENERGIES: &str = "energies.parquet";
     /// Solver diagnostics per step.
     pub const DIAGNOSTICS: &str = "diagnostics.parquet";
+    /// Wall-clock times per step (the one table that differs between two runs).
+    pub const TIMINGS: &str = "timings.parquet";
     /// Directory of the checkpoints (one subdirectory per checkpointed step).
     pub const CHECKPOINTS: &str = "checkpoints";
     /// A checkpoint's block states.
@@ -78,7 +80,7 @@ pub mod run {
     /// A checkpoint's counters, warm-start data and hashes.
     pub const CHECKPOINT_META: &str = "state.json";
     /// Every file a finished run leaves, in the order the pipeline records them.
-    pub const ALL: [&str; 4] = [FINAL, TRAJECTORIES, ENERGIES, DIAGNOSTICS];
+    pub const ALL: [&str; 5] = [FINAL, TRAJECTORIES, ENERGIES, DIAGNOSTICS, TIMINGS];
 }
 
 /// `talus compare`.

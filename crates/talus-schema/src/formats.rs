@@ -57,8 +57,14 @@ pub fn tables() -> Vec<(&'static str, &'static str, &'static str, Schema)> {
         (
             "run/diagnostics.parquet",
             "run",
-            "contacts, islands, solver outcome and timings per step",
+            "contacts, islands and solver outcome per step",
             run::diagnostics_schema(),
+        ),
+        (
+            "run/timings.parquet",
+            "run",
+            "wall-clock times per step (the one run table that differs between two runs)",
+            run::timings_schema(),
         ),
         ("compare/metrics.parquet", "compare", "one row per metric", compare::metrics_schema()),
         (

@@ -60,7 +60,8 @@ pub fn energies_schema() -> Schema {
     ])
 }
 
-/// Diagnostics per step: contacts, islands, QP size, solver outcome, timings.
+/// Diagnostics per step: contacts, islands, QP size, solver outcome. Wall-clock times are
+/// kept out of it (see [`timings_schema`]) so that it is byte-identical between two runs.
 pub fn diagnostics_schema() -> Schema {
     let u = |n: &str, d: &str| field(n, DataType::UInt32, false, "1", d);
     let f = |n: &str, un: &str, d: &str| field(n, DataType::Float64, false, un, d);
@@ -91,13 +92,23 @@ pub fn diagnostics_schema() -> Schema {
             "the warm-started solver failed and Clarabel was used",
         ),
         f("max_penetration", "m", "largest penetration depth at the start of the step"),
-        f("t_broad", "s", "wall time, broad phase"),
-        f("t_narrow", "s", "wall time, narrow phase"),
-        f("t_assembly", "s", "wall time, QP assembly"),
-        f("t_solve", "s", "wall time, QP solves"),
         u("deactivated", "blocks deactivated at this step (left the terrain's xy extent)"),
         u("failed_qps", "islands whose QP did not reach Solved (dumped as Clarabel JSON)"),
         u("active_blocks", "blocks still simulated after this step"),
-        f("t_step", "s", "wall time of the whole step"),
+    ])
+}
+
+/// Wall-clock times per step: the one run table that differs between two runs of the same
+/// inputs (all zero with `wall_times = false`). A resumed run keeps the times measured by
+/// the process that ran each step.
+pub fn timings_schema() -> Schema {
+    let f = |n: &str, d: &str| field(n, DataType::Float64, false, "s", d);
+    Schema::new(vec![
+        field("step", DataType::UInt64, false, "1", "time step index"),
+        f("t_broad", "wall time, broad phase"),
+        f("t_narrow", "wall time, narrow phase"),
+        f("t_assembly", "wall time, QP assembly"),
+        f("t_solve", "wall time, QP solves"),
+        f("t_step", "wall time of the whole step"),
     ])
 }

@@ -47,7 +47,18 @@ fn config() -> Config {
     }
 }
 
-const TABLES: [&str; 3] = ["trajectories.parquet", "energies.parquet", "final.parquet"];
+/// Every output but `timings.parquet`: byte-identical between two runs with the default
+/// configuration (which measures wall times).
+const TABLES: [&str; 4] =
+    ["trajectories.parquet", "energies.parquet", "diagnostics.parquet", "final.parquet"];
+
+/// The `step` and `t_step` columns of a run's `timings.parquet`.
+fn timings(dir: &Path) -> (Vec<u64>, Vec<f64>) {
+    let t =
+        talus_io::read_table(&dir.join("timings.parquet"), &talus_schema::run::timings_schema())
+            .unwrap();
+    (t.u64s("step").unwrap(), t.f64s("t_step").unwrap())
+}
 
 #[test]
 fn outputs_are_deterministic_and_resume_is_byte_identical() {
@@ -80,7 +91,12 @@ fn outputs_are_deterministic_and_resume_is_byte_identical() {
         talus_io::read_table(&a.join("final.parquet"), &talus_schema::blocks::schema()).unwrap();
     assert_eq!(fin.num_rows(), 4);
     assert!(fin.metadata.contains_key("geo"));
-    // Same inputs: same bytes.
+    // Wall times are measured (the default), in timings.parquet only.
+    assert!(cfg.wall_times);
+    let (steps, t_step) = timings(&a);
+    assert_eq!(steps, (0..=200).collect::<Vec<u64>>());
+    assert!(t_step[1..].iter().all(|t| *t > 0.0), "every step is timed");
+    // Same inputs: same bytes (everything but the timings).
     run(&cfg, &input, None, &b, false, &NoProgress).unwrap();
     for f in TABLES {
         assert_eq!(
@@ -90,7 +106,7 @@ fn outputs_are_deterministic_and_resume_is_byte_identical() {
         );
     }
     // Interrupted after the checkpoint of step 180: outputs gone, later state lost.
-    for f in TABLES.iter().chain(&["diagnostics.parquet"]) {
+    for f in TABLES.iter().chain(&["timings.parquet"]) {
         std::fs::remove_file(b.join(f)).unwrap();
     }
     assert!(b.join("checkpoints/step_0000000180/state.json").exists());
@@ -103,6 +119,11 @@ fn outputs_are_deterministic_and_resume_is_byte_identical() {
             "{f} differs after resume"
         );
     }
+    // The timings of a resumed run cover every step too (those of steps 1..=180 as the
+    // first process measured them).
+    let (steps, t_step) = timings(&b);
+    assert_eq!(steps, (0..=200).collect::<Vec<u64>>());
+    assert!(t_step[1..].iter().all(|t| *t > 0.0));
     // A different configuration refuses to resume.
     let mut other = cfg.clone();
     other.gravity = 9.0;
@@ -219,7 +240,7 @@ fn resume_from_every_checkpoint(config: Config) {
     assert!(sa.max_contacts > 50, "{} contacts: the heap must form", sa.max_contacts);
     let every = config.checkpoint_every;
     let n = config.steps.unwrap();
-    let files = TABLES.iter().chain(&["diagnostics.parquet"]);
+    let files = TABLES.iter().chain(&["timings.parquet"]);
     for k in (every..n).step_by(every as usize) {
         let b = tmp.path().join(format!("b{k}"));
         killed_after(&a, &b, k);
@@ -257,4 +278,42 @@ fn resume_from_every_checkpoint_with_friction_is_exact() {
     config.output_every = 25;
     config.wall_times = false;
     resume_from_every_checkpoint(config);
+}
+
+/// A run removes only what runs write: a fresh run keeps the user's files among the
+/// checkpoints, and a run refuses to take its own final state or checkpoint as input.
+#[test]
+fn run_touches_only_its_own_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("blocks.parquet");
+    write_blocks(&input, &scene());
+    let out = tmp.path().join("run");
+    let cfg = config();
+    run(&cfg, &input, None, &out, false, &NoProgress).unwrap();
+    let ck = out.join("checkpoints");
+    std::fs::write(ck.join("notes.txt"), "mine").unwrap();
+    std::fs::write(ck.join("step_0000000060/notes.txt"), "mine too").unwrap();
+    // A stale temporary of a killed run, and its segment in progress.
+    std::fs::create_dir_all(ck.join(".segment_0000000180")).unwrap();
+    std::fs::write(ck.join(".segment_0000000180/.energies.parquet.1234.tmp"), "").unwrap();
+    run(&cfg, &input, None, &out, false, &NoProgress).unwrap();
+    assert_eq!(std::fs::read_to_string(ck.join("notes.txt")).unwrap(), "mine");
+    assert_eq!(std::fs::read_to_string(ck.join("step_0000000060/notes.txt")).unwrap(), "mine too");
+    assert!(!ck.join(".segment_0000000180").exists());
+    // The fresh run wrote its own checkpoints again (step 60's beside the user's file).
+    assert!(ck.join("step_0000000060/state.json").is_file());
+    assert!(ck.join("step_0000000120/state.json").is_file());
+    // Its own outputs as input: refused, nothing touched.
+    for own in ["final.parquet", "checkpoints/step_0000000120/state.parquet"] {
+        let path = out.join(own);
+        let before = std::fs::read(&path).unwrap();
+        let e = run(&cfg, &path, None, &out, false, &NoProgress).unwrap_err();
+        assert!(matches!(e, Error::OutputIsInput { .. }), "{e}");
+        assert!(e.to_string().contains("overwrite"), "{e}");
+        assert_eq!(std::fs::read(&path).unwrap(), before, "{own} was touched");
+    }
+    // The same blocks in another directory are fine.
+    let copy = tmp.path().join("final-copy.parquet");
+    std::fs::copy(out.join("final.parquet"), &copy).unwrap();
+    run(&cfg, &copy, None, &out, false, &NoProgress).unwrap();
 }
