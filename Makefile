@@ -33,7 +33,8 @@ lint:
 fmt:
 	$(CARGO) fmt --all
 
-# Reads Parquet written by Talus with pyarrow and DuckDB (skips with a reason when absent).
+# Reads Parquet written by Talus with pyarrow, DuckDB and laspy, and its GeoParquet with
+# GeoPandas and GDAL (pyogrio); each skipped with a reason when absent.
 check-interop:
-	$(CARGO) build --locked -p talus-cli
-	python3 tests/interop.py $(TARGET_DIR)/debug/talus
+	$(CARGO) build --release --locked -p talus-cli
+	python3 tests/interop.py $(TARGET_DIR)/release/talus

@@ -349,7 +349,12 @@ pub fn write_thickness(path: &Path, map: &ThicknessMap, prov: &Provenance) -> Re
             fold(&y, f64::max, f64::NEG_INFINITY),
         ])
     };
-    let geo = talus_io::geo::geo_metadata("geometry", &["Point"], prov.crs.as_ref(), bbox);
+    let geo = talus_io::geo::geo_metadata(
+        "geometry",
+        &["Point"],
+        prov.crs.as_ref(),
+        bbox.as_ref().map(|b| &b[..]),
+    );
     let prov = prov.clone().with_extra(talus_io::geo::GEO_KEY, geo);
     talus_io::write_parquet(path, schema, &[batch], &prov)?;
     Ok(())

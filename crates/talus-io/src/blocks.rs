@@ -59,7 +59,7 @@ pub fn batch(rows: &[BlockRow]) -> RecordBatch {
         f(&|r| r.angular_velocity[2]),
         Arc::new(BooleanArray::from(rows.iter().map(|r| r.active).collect::<Vec<_>>())),
         Arc::new(BinaryArray::from_iter_values(
-            rows.iter().map(|r| geo::wkb_point(r.centre[0], r.centre[1])),
+            rows.iter().map(|r| geo::wkb_point_z(r.centre[0], r.centre[1], r.centre[2])),
         )),
     ];
     RecordBatch::try_new(Arc::new(talus_schema::blocks::schema()), cols).expect("blocks schema")
@@ -68,16 +68,14 @@ pub fn batch(rows: &[BlockRow]) -> RecordBatch {
 /// Write a blocks table atomically, as GeoParquet (the centres' points, their bounding box
 /// and the CRS of `prov`).
 pub fn write(path: &Path, rows: &[BlockRow], prov: &Provenance) -> Result<()> {
-    let mut bbox = [f64::INFINITY, f64::INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY];
+    let mut bbox = [f64::INFINITY; 3].into_iter().chain([f64::NEG_INFINITY; 3]).collect::<Vec<_>>();
     for r in rows {
-        bbox = [
-            bbox[0].min(r.centre[0]),
-            bbox[1].min(r.centre[1]),
-            bbox[2].max(r.centre[0]),
-            bbox[3].max(r.centre[1]),
-        ];
+        for k in 0..3 {
+            bbox[k] = bbox[k].min(r.centre[k]);
+            bbox[k + 3] = bbox[k + 3].max(r.centre[k]);
+        }
     }
-    let meta = geo::geo_metadata("geometry", &["Point"], prov.crs.as_ref(), Some(bbox));
+    let meta = geo::geo_metadata("geometry", &["Point Z"], prov.crs.as_ref(), Some(&bbox));
     let prov = prov.clone().with_extra(geo::GEO_KEY, meta);
     let batch = batch(rows);
     write_parquet(path, batch.schema(), &[batch], &prov)
@@ -167,8 +165,10 @@ mod tests {
             serde_json::from_str(&p.extra[geo::GEO_KEY]).expect("geo metadata");
         assert_eq!(
             geo["columns"]["geometry"]["bbox"],
-            serde_json::json!([700000.5, 1620000.25, 700004.5, 1620000.25])
+            serde_json::json!([700000.5, 1620000.25, 412.0, 700004.5, 1620000.25, 412.0])
         );
+        assert_eq!(geo["columns"]["geometry"]["geometry_types"], serde_json::json!(["Point Z"]));
+        assert_eq!(geo["columns"]["geometry"]["crs"]["base_crs"]["name"], "RGAF09");
     }
 
     #[test]

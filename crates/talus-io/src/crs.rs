@@ -64,28 +64,53 @@ impl Crs {
         }
     }
 
-    /// PROJJSON for GeoParquet's `crs` member. Without PROJ at hand Talus writes the
-    /// identifying part of PROJJSON (`type`, `name`, `id`), which GDAL and GeoPandas
-    /// resolve through the EPSG registry; `None` when no EPSG code is known.
+    /// PROJJSON for GeoParquet's `crs` member: the complete definition (base CRS,
+    /// conversion, coordinate system), as GeoParquet 1.1, GeoPandas and GDAL require.
+    /// From the EPSG code through the EPSG dataset embedded by `epsg-utils` (no PROJ
+    /// needed), else converted from a WKT2 definition; `None` when neither applies (no
+    /// code and no WKT2: GeoParquet readers then see an unknown CRS rather than a wrong
+    /// one).
     pub fn projjson(&self) -> Option<serde_json::Value> {
-        let code = self.epsg?;
-        let name = self
-            .wkt
-            .as_deref()
-            .and_then(|w| w.split('"').nth(1))
-            .map(str::to_string)
-            .unwrap_or_else(|| format!("EPSG:{code}"));
-        let kind = match &self.wkt {
-            Some(w) if w.starts_with("GEOGCS") || w.starts_with("GEOGCRS") => "GeographicCRS",
-            _ => "ProjectedCRS",
+        let json = match self.epsg.and_then(epsg_projjson) {
+            Some(j) => j,
+            None => epsg_utils::parse_wkt2(self.wkt.as_deref()?).ok()?.to_projjson(),
         };
-        Some(serde_json::json!({
-            "$schema": "https://proj.org/schemas/v0.7/projjson.schema.json",
-            "type": kind,
-            "name": name,
-            "id": {"authority": "EPSG", "code": code}
-        }))
+        Some(with_base_coordinate_system(json))
     }
+}
+
+fn epsg_projjson(code: u32) -> Option<serde_json::Value> {
+    serde_json::from_str(epsg_utils::epsg_to_projjson(i32::try_from(code).ok()?).ok()?).ok()
+}
+
+/// PROJ (hence GeoPandas and GDAL) requires the base CRS of a projected CRS to state its
+/// coordinate system, which the embedded definitions leave out: take it from the base
+/// CRS's own EPSG definition, or the geodetic latitude/longitude in degrees of nearly
+/// every EPSG geographic CRS.
+fn with_base_coordinate_system(mut json: serde_json::Value) -> serde_json::Value {
+    let Some(base) = json.get_mut("base_crs").and_then(|b| b.as_object_mut()) else {
+        return json;
+    };
+    if base.contains_key("coordinate_system") {
+        return json;
+    }
+    let own = base
+        .get("id")
+        .and_then(|id| id.get("code"))
+        .and_then(|c| c.as_u64())
+        .and_then(|c| epsg_projjson(u32::try_from(c).ok()?))
+        .and_then(|g| g.get("coordinate_system").cloned());
+    let cs = own.unwrap_or_else(|| {
+        serde_json::json!({
+            "subtype": "ellipsoidal",
+            "axis": [
+                {"name": "Geodetic latitude", "abbreviation": "Lat", "direction": "north", "unit": "degree"},
+                {"name": "Geodetic longitude", "abbreviation": "Lon", "direction": "east", "unit": "degree"}
+            ]
+        })
+    });
+    base.insert("coordinate_system".into(), cs);
+    json
 }
 
 fn epsg_from_wkt(wkt: &str) -> Option<u32> {

@@ -1,5 +1,5 @@
 //! GeoParquet 1.1: the `geo` file-metadata entry and WKB encoding of the geometries
-//! Talus writes (points and polygons, 2D, little-endian ISO WKB).
+//! Talus writes (points, 2D or with Z, and 2D polygons; little-endian ISO WKB).
 
 use crate::Crs;
 
@@ -7,12 +7,13 @@ use crate::Crs;
 pub const GEO_KEY: &str = "geo";
 
 /// The GeoParquet 1.1 `geo` metadata for one WKB geometry column.
-/// `bbox` is `[xmin, ymin, xmax, ymax]`.
+/// `bbox` is `[xmin, ymin, xmax, ymax]`, or `[xmin, ymin, zmin, xmax, ymax, zmax]` for
+/// geometries with Z.
 pub fn geo_metadata(
     column: &str,
     geometry_types: &[&str],
     crs: Option<&Crs>,
-    bbox: Option<[f64; 4]>,
+    bbox: Option<&[f64]>,
 ) -> String {
     let mut col = serde_json::json!({
         "encoding": "WKB",
@@ -40,6 +41,17 @@ pub fn wkb_point(x: f64, y: f64) -> Vec<u8> {
     out.extend_from_slice(&1u32.to_le_bytes());
     out.extend_from_slice(&x.to_le_bytes());
     out.extend_from_slice(&y.to_le_bytes());
+    out
+}
+
+/// WKB of a 3D point (ISO WKB `Point Z`, type 1001).
+pub fn wkb_point_z(x: f64, y: f64, z: f64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(29);
+    out.push(1u8);
+    out.extend_from_slice(&1001u32.to_le_bytes());
+    for v in [x, y, z] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
     out
 }
 
@@ -229,6 +241,41 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(m["version"], "1.1.0");
-        assert_eq!(m["columns"]["geometry"]["crs"]["id"]["code"], 32620);
+        let crs = &m["columns"]["geometry"]["crs"];
+        assert_eq!(crs["id"]["code"], 32620);
+        // The complete PROJJSON that GeoParquet 1.1 requires (GeoPandas and GDAL refuse
+        // the identifying part alone: `Missing "base_crs" key`).
+        assert_eq!(crs["type"], "ProjectedCRS");
+        assert_eq!(crs["name"], "WGS 84 / UTM zone 20N");
+        let datum = &crs["base_crs"]["datum_ensemble"];
+        assert_eq!(datum["name"], "World Geodetic System 1984 ensemble");
+        assert_eq!(datum["ellipsoid"]["semi_major_axis"]["value"], 6378137.0);
+        assert_eq!(crs["conversion"]["method"]["name"], "Transverse Mercator");
+        let lon0 = &crs["conversion"]["parameters"][1];
+        assert_eq!(lon0["name"], "Longitude of natural origin");
+        assert_eq!(lon0["value"], -63.0);
+        assert_eq!(crs["coordinate_system"]["axis"].as_array().unwrap().len(), 2);
+        let base_axes = &crs["base_crs"]["coordinate_system"]["axis"];
+        assert_eq!(base_axes[0]["abbreviation"], "Lat");
+        assert_eq!(base_axes[1]["unit"], "degree");
+    }
+
+    #[test]
+    fn projjson_from_wkt2_or_unknown() {
+        let wkt = r#"PROJCRS["RGF93 v1 / Lambert-93",BASEGEOGCRS["RGF93 v1",DATUM["Reseau Geodesique Francais 1993 v1",ELLIPSOID["GRS 1980",6378137,298.257222101,LENGTHUNIT["metre",1]]],PRIMEM["Greenwich",0,ANGLEUNIT["degree",0.0174532925199433]]],CONVERSION["Lambert-93",METHOD["Lambert Conic Conformal (2SP)"],PARAMETER["Latitude of false origin",46.5,ANGLEUNIT["degree",0.0174532925199433]]],CS[Cartesian,2],AXIS["easting (X)",east,LENGTHUNIT["metre",1]],AXIS["northing (Y)",north,LENGTHUNIT["metre",1]]]"#;
+        let j = Crs { wkt: Some(wkt.into()), epsg: None }.projjson().unwrap();
+        assert_eq!(j["type"], "ProjectedCRS");
+        assert_eq!(j["base_crs"]["name"], "RGF93 v1");
+        // WKT1 without an EPSG code cannot be converted here: unknown, not wrong.
+        let wkt1 = r#"PROJCS["local",GEOGCS["x",DATUM["d",SPHEROID["s",6378137,298.257]]],PROJECTION["Transverse_Mercator"]]"#;
+        assert!(Crs::from_wkt(wkt1).projjson().is_none());
+    }
+
+    #[test]
+    fn point_z_is_29_bytes_iso() {
+        let p = wkb_point_z(1.0, 2.0, 3.0);
+        assert_eq!(p.len(), 29);
+        assert_eq!(&p[..5], &[1, 0xe9, 0x03, 0, 0]);
+        assert_eq!(f64::from_le_bytes(p[21..29].try_into().unwrap()), 3.0);
     }
 }

@@ -95,7 +95,7 @@ pub fn write(path: &Path, rows: &[ZoneRow], prov: &Provenance) -> Result<()> {
         "geometry",
         &types,
         prov.crs.as_ref(),
-        (!rows.is_empty()).then_some(bbox),
+        (!rows.is_empty()).then_some(&bbox[..]),
     );
     let prov = prov.clone().with_extra(geo::GEO_KEY, meta);
     let f = |g: &dyn Fn(&ZoneRow) -> f64| -> ArrayRef {

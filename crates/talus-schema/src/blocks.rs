@@ -3,7 +3,7 @@
 //!
 //! Orientation is the unit quaternion (w, x, y, z) rotating body axes to world axes;
 //! body axis 1 carries edge `a`, axis 2 edge `b`, axis 3 edge `c`. Angular velocity is in
-//! the world frame. `geometry` is the WKB point of the centre (GeoParquet 1.1).
+//! the world frame. `geometry` is the WKB point (with Z) of the centre (GeoParquet 1.1).
 
 use crate::field;
 use arrow::datatypes::{DataType, Schema};
@@ -38,6 +38,12 @@ pub fn schema() -> Schema {
             "1",
             "false once the block left the terrain and is no longer simulated",
         ),
-        field("geometry", DataType::Binary, false, "WKB", "centre as a 2D WKB point (GeoParquet)"),
+        field(
+            "geometry",
+            DataType::Binary,
+            false,
+            "WKB",
+            "centre as a 3D WKB point, Point Z (GeoParquet)",
+        ),
     ])
 }
