@@ -5,4 +5,5 @@ mod calibrate;
 mod crash_safety;
 mod default_site;
 mod ingest_cli;
+mod messages;
 mod pipeline;

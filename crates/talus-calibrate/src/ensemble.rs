@@ -220,7 +220,7 @@ impl Ensemble {
         let member = crate::member(&self.config, i);
         let site = self.member_site(&member)?;
         let dir = self.member_dir(i);
-        std::fs::create_dir_all(&dir)
+        talus_io::create_dir(&dir)
             .map_err(|e| Error::Output { path: dir.clone(), message: e.to_string() })?;
         talus_io::AtomicFile::write_all(&site.path, site.text.as_bytes())?;
         let stages = self.member_stages(i, &site);

@@ -67,12 +67,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
-            let mut source = e.source();
-            while let Some(s) = source {
-                eprintln!("  caused by: {s}");
-                source = s.source();
-            }
+            eprintln!("error: {}", talus_pipeline::runner::error_chain(e.as_ref()));
             ExitCode::FAILURE
         }
     }

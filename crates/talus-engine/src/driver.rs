@@ -559,6 +559,14 @@ fn publish_checkpoint(seg: &Path, target: &Path) -> Result<(), Error> {
     std::fs::remove_dir(seg).map_err(err)
 }
 
+/// A warning when the blocks have nothing to land on (no terrain and no plane): they
+/// fall freely for the whole run, which is rarely what was meant.
+pub fn no_ground_warning(config: &Config, terrain_dir: Option<&Path>) -> Option<String> {
+    (terrain_dir.is_none() && config.planes.is_empty()).then(|| {
+        "no --terrain and no [run] planes: nothing for the blocks to land on, they fall freely for the whole run".to_string()
+    })
+}
+
 /// Refuse a blocks input that the run in `out_dir` would overwrite or remove: its final
 /// state, or a checkpoint's state.
 fn refuse_own_output(blocks_path: &Path, out_dir: &Path) -> Result<(), Error> {

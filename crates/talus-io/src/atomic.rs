@@ -3,7 +3,7 @@
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use crate::error::{IoError, Result, os};
+use crate::error::{IoError, Result, os, without_temporary_name};
 
 /// A file written beside its destination and renamed into place on [`AtomicFile::commit`].
 /// Dropped without commit, the temporary file is removed and the destination is untouched.
@@ -19,13 +19,16 @@ impl AtomicFile {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        std::fs::create_dir_all(&dir).map_err(os(&dir))?;
+        crate::error::create_dir(&dir)?;
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let tmp = tempfile::Builder::new()
             .prefix(&format!(".{name}."))
             .suffix(".tmp")
             .tempfile_in(&dir)
-            .map_err(os(path))?;
+            .map_err(|e| IoError::Os {
+                path: path.to_path_buf(),
+                source: without_temporary_name(e),
+            })?;
         Ok(AtomicFile { path: path.to_path_buf(), tmp: BufWriter::with_capacity(1 << 20, tmp) })
     }
 
@@ -50,7 +53,10 @@ impl AtomicFile {
                 .map_err(os(&path))?;
         }
         tmp.as_file().sync_all().map_err(os(&path))?;
-        tmp.persist(&path).map_err(|e| IoError::Os { path: path.clone(), source: e.error })?;
+        tmp.persist(&path).map_err(|e| IoError::Os {
+            path: path.clone(),
+            source: without_temporary_name(e.error),
+        })?;
         Ok(())
     }
 

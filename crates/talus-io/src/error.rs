@@ -36,6 +36,33 @@ pub enum IoError {
 /// Result alias for this crate.
 pub type Result<T, E = IoError> = std::result::Result<T, E>;
 
+/// Create `dir` and its parents. When a component exists as a file, the error names that
+/// component and says so (instead of the OS's "File exists").
+pub fn create_dir(dir: &Path) -> Result<()> {
+    match std::fs::create_dir_all(dir) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let file = dir.ancestors().find(|a| a.exists() && !a.is_dir());
+            Err(match file {
+                Some(f) => IoError::Invalid {
+                    path: f.to_path_buf(),
+                    message: "exists and is a file, not a directory".into(),
+                },
+                None => IoError::Os { path: dir.to_path_buf(), source: e },
+            })
+        }
+    }
+}
+
+/// The OS error of an error that `tempfile` wrapped with the temporary file's name, which
+/// means nothing to the user (the destination is named instead).
+pub(crate) fn without_temporary_name(e: std::io::Error) -> std::io::Error {
+    match e.raw_os_error() {
+        Some(code) => std::io::Error::from_raw_os_error(code),
+        None => std::io::Error::new(e.kind(), e.kind().to_string()),
+    }
+}
+
 pub(crate) fn os(path: &Path) -> impl FnOnce(std::io::Error) -> IoError + '_ {
     move |source| IoError::Os { path: path.to_path_buf(), source }
 }

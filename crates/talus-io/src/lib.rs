@@ -32,7 +32,7 @@ pub mod zones;
 
 pub use atomic::AtomicFile;
 pub use crs::Crs;
-pub use error::{IoError, Result};
+pub use error::{IoError, Result, create_dir};
 pub use lock::OutputLock;
 pub use parquet_io::{
     PARALLEL_MIN_ROWS, ParquetSink, ROW_GROUP_ROWS, Table, read_batches, read_metadata,
@@ -232,7 +232,15 @@ mod tests {
         let path = dir.path().join("bad.parquet");
         std::fs::write(&path, b"hello, world").unwrap();
         let e = read_table(&path, &schema()).unwrap_err().to_string();
+        assert!(e.contains("bad.parquet") && e.contains("not a Parquet table"), "{e}");
+        // Parquet magic but a broken file: the Parquet reader's own diagnosis.
+        std::fs::write(&path, b"PAR1 and then nothing useful").unwrap();
+        let e = read_table(&path, &schema()).unwrap_err().to_string();
         assert!(e.contains("bad.parquet") && e.contains("not a readable Parquet"), "{e}");
+        // A LAS file: say what it is and how to convert it.
+        std::fs::write(&path, b"LASF\0\0\0\0").unwrap();
+        let e = read_table(&path, &schema()).unwrap_err().to_string();
+        assert!(e.contains("LAS/LAZ") && e.contains("talus ingest"), "{e}");
     }
 
     #[test]

@@ -33,7 +33,7 @@ impl OutputLock {
     /// Lock the output directory `dir` (created if missing), then remove the temporary
     /// files earlier writers left in it ([`clean_stale_temporaries`]).
     pub fn directory(dir: &Path) -> Result<OutputLock> {
-        std::fs::create_dir_all(dir).map_err(os(dir))?;
+        crate::error::create_dir(dir)?;
         let lock = Self::acquire(&dir.join(DIR_LOCK), dir)?;
         clean_stale_temporaries(dir)?;
         Ok(lock)
@@ -46,7 +46,7 @@ impl OutputLock {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        std::fs::create_dir_all(&dir).map_err(os(&dir))?;
+        crate::error::create_dir(&dir)?;
         let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let lock = Self::acquire(&dir.join(format!(".{name}.talus.lock")), file)?;
         for e in std::fs::read_dir(&dir).map_err(os(&dir))?.flatten() {

@@ -352,9 +352,31 @@ fn same_type(a: &DataType, b: &DataType) -> bool {
 }
 
 fn open_builder(path: &Path) -> Result<ParquetRecordBatchReaderBuilder<File>> {
-    let file = File::open(path).map_err(os(path))?;
+    let mut file = File::open(path).map_err(os(path))?;
+    refuse_non_parquet(path, &mut file)?;
     ParquetRecordBatchReaderBuilder::try_new(file)
         .map_err(|source| IoError::Parquet { path: path.to_path_buf(), source })
+}
+
+/// A file that is not Parquet at all gets a message that says what it is instead of the
+/// Parquet reader's "Corrupt footer": a LAS/LAZ point cloud (convert it with `talus
+/// ingest`), or a file that does not start with Parquet's magic bytes.
+fn refuse_non_parquet(path: &Path, file: &mut File) -> Result<()> {
+    use std::io::{Read, Seek};
+    let mut magic = [0u8; 4];
+    let n = file.read(&mut magic).map_err(os(path))?;
+    file.rewind().map_err(os(path))?;
+    let invalid = |message: String| Err(IoError::Invalid { path: path.to_path_buf(), message });
+    match &magic[..n] {
+        b"PAR1" => Ok(()),
+        b"LASF" => invalid(
+            "is a LAS/LAZ point cloud, not a Parquet table; convert it first with `talus ingest FILE --out FILE.parquet`".into(),
+        ),
+        [] => invalid("is empty, not a Parquet table".into()),
+        m => invalid(format!(
+            "is not a Parquet table (it starts with {m:02x?}, not the Parquet magic bytes PAR1)"
+        )),
+    }
 }
 
 fn kv_of(builder: &ParquetRecordBatchReaderBuilder<File>) -> BTreeMap<String, String> {

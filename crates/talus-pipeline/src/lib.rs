@@ -57,7 +57,7 @@ pub fn run(
         let names: Vec<&str> = stages.iter().map(|s| s.name.as_str()).collect();
         return Err(Error::NoSuchStage { stage: from, stages: names.join(", ") });
     }
-    std::fs::create_dir_all(out)
+    talus_io::create_dir(out)
         .map_err(|e| Error::Output { path: out.to_path_buf(), message: e.to_string() })?;
     let manifest_path = out.join(talus_schema::file_names::MANIFEST);
     (ctx.log)(&format!(

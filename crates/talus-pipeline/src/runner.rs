@@ -31,12 +31,16 @@ pub enum Outcome {
 /// The error of a stage's library, boxed.
 pub type StageError = Box<dyn std::error::Error + Send + Sync>;
 
-/// An error with its causes, one per line (`caused by: ...`).
+/// An error with its causes, one per line (`caused by: ...`); a cause whose text the
+/// lines above already hold is not repeated.
 pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut s = e.to_string();
     let mut source = e.source();
     while let Some(c) = source {
-        s.push_str(&format!("\n  caused by: {c}"));
+        let text = c.to_string();
+        if !s.contains(&text) {
+            s.push_str(&format!("\n  caused by: {text}"));
+        }
         source = c.source();
     }
     s

@@ -35,6 +35,9 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
     config.validate()?;
     let blocks = args.blocks.ok_or("--blocks B.parquet is required")?;
     let out = args.out_dir.ok_or("--out-dir D is required")?;
+    if let Some(w) = talus_engine::driver::no_ground_warning(&config, args.terrain.as_deref()) {
+        eprintln!("warning: {w}");
+    }
     let bars = crate::progress::Bars::new(ctx.quiet);
     let s = talus_engine::run(&config, &blocks, args.terrain.as_deref(), &out, args.resume, &bars)?;
     ctx.say(format!("{s}; outputs in {}", out.display()));
