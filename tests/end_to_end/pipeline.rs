@@ -275,3 +275,38 @@ fn bad_site_files_are_refused_before_any_stage() {
         talus(d.path(), &["pipeline", "site.toml", "--out", "runs/small", "--from", "simulate"]);
     assert!(!o.status.success() && text(&o).contains("simulate"));
 }
+
+/// `talus pipeline --set TABLE.KEY=VALUE` and `--print-config`, as for the stages.
+#[test]
+fn pipeline_takes_set_and_print_config() {
+    let a = site_dir(SITE);
+    let o = talus(
+        a.path(),
+        &[
+            "pipeline",
+            "site.toml",
+            "--out",
+            "runs/small",
+            "--set",
+            "run.dt=0.02",
+            "--set",
+            "run.solver={method=\"clarabel\",tolerance=1e-9,max_iterations=50}",
+            "--print-config",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let printed: toml::Table = String::from_utf8_lossy(&o.stdout).parse().unwrap();
+    assert_eq!(printed["run"]["dt"].as_float(), Some(0.02));
+    assert_eq!(printed["run"]["steps"].as_integer(), Some(20), "the file's options stay");
+    assert_eq!(printed["diff"]["dod"]["cell_size"].as_float(), Some(1.0), "defaults are filled in");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("tolerance = 1e-9"), "{}", text(&o));
+    assert!(!a.path().join("runs/small").exists(), "--print-config ran something");
+    // Overrides are checked like the file: an unknown key or a bad value is refused
+    // before any stage runs.
+    for (set, expect) in [("run.bogus=1", "bogus"), ("run.dt=-1", "dt")] {
+        let o = talus(a.path(), &["pipeline", "site.toml", "--out", "runs/small", "--set", set]);
+        assert!(!o.status.success());
+        assert!(text(&o).contains(expect), "{}", text(&o));
+        assert!(!a.path().join("runs/small").exists());
+    }
+}

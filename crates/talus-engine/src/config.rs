@@ -68,7 +68,7 @@ pub enum SolverConfig {
         /// Islands of at most this many bodies (and no friction) are solved by the exact
         /// dense active-set solver ([`crate::solver::dense`]), certified to `tolerance`; when it
         /// cannot certify its answer the island goes to the warm solver, recorded as a
-        /// fallback. Default [`DENSE_MAX_BODIES`]; 0: never.
+        /// fallback. Default 4 ([`DENSE_MAX_BODIES`]); 0: never.
         #[serde(default = "default_dense_max_bodies")]
         dense_max_bodies: u32,
     },

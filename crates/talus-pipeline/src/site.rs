@@ -125,10 +125,34 @@ impl Site {
         Site::from_text(path, text)
     }
 
+    /// Read the site file at `path` with `--set TABLE.KEY=VALUE` overrides applied (e.g.
+    /// `run.dt=0.01`), then check it. The recorded text is the file's, followed by the
+    /// overrides as comments.
+    pub fn load_with_sets(path: &Path, sets: &[String]) -> Result<Site, Error> {
+        let text = std::fs::read_to_string(path).map_err(|e| invalid(path, e))?;
+        let mut raw: toml::Table =
+            text.parse().map_err(|e| invalid(path, format!("invalid TOML: {e}")))?;
+        if sets.is_empty() {
+            return Site::from_table(path, text, raw);
+        }
+        crate::options::apply_sets(&mut raw, sets).map_err(|e| invalid(path, e))?;
+        let mut text = text;
+        text.push_str("\n# Overridden on the command line:\n");
+        for s in sets {
+            text.push_str(&format!("#   --set {s}\n"));
+        }
+        Site::from_table(path, text, raw)
+    }
+
     /// Check a site file's text (`path` names it in errors and records).
     pub fn from_text(path: &Path, text: String) -> Result<Site, Error> {
         let raw: toml::Table =
             text.parse().map_err(|e| invalid(path, format!("invalid TOML: {e}")))?;
+        Site::from_table(path, text, raw)
+    }
+
+    /// Check a site given as its text (recorded) and its tables (used).
+    fn from_table(path: &Path, text: String, raw: toml::Table) -> Result<Site, Error> {
         let t = Tables::deserialize(toml::Value::Table(raw.clone()))
             .map_err(|e| invalid(path, e.to_string().trim()))?;
         let origin = format!(" ({})", path.display());

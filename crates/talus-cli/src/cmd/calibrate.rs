@@ -45,6 +45,15 @@ pub struct Args {
     /// Print the number of members and exit.
     #[arg(long)]
     pub count: bool,
+    /// Override one option of the site file, VALUE in TOML syntax, the key prefixed by
+    /// its table (e.g. `--set run.dt=0.01`, `--set 'seed.size=[2.0, 2.0, 3.0]'`).
+    #[arg(long = "set", value_name = "TABLE.KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Print the effective site (every stage's options, defaults filled in) as TOML and
+    /// exit.
+    #[arg(long)]
+    pub print_config: bool,
+
     /// Members run at once (overrides `[calibrate] jobs`; 0 = the available cores).
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
@@ -59,7 +68,11 @@ pub fn options_help() -> String {
 
 pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
     let t = Instant::now();
-    let site = talus_pipeline::Site::load(&args.site)?;
+    let site = super::pipeline::load_site(&args.site, &args.set)?;
+    if args.print_config {
+        crate::config::print_toml(&site.file)?;
+        return Ok(());
+    }
     let ensemble = Ensemble::new(site, &args.out)?;
     let n = ensemble.len();
     if args.count {

@@ -22,19 +22,31 @@ pub struct Args {
     /// terrain, seed, run, compare).
     #[arg(long, value_name = "STAGE")]
     pub from: Option<StageName>,
+    /// Override one option of the site file, VALUE in TOML syntax, the key prefixed by
+    /// its table (e.g. `--set run.dt=0.01`, `--set 'seed.size=[2.0, 2.0, 3.0]'`).
+    #[arg(long = "set", value_name = "TABLE.KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Print the effective site (every stage's options, defaults filled in) as TOML and
+    /// exit.
+    #[arg(long)]
+    pub print_config: bool,
 }
 
 /// Load a site file; its `[calibrate]` table too is checked, so that a site is refused
 /// whole before anything runs.
-pub fn load_site(path: &std::path::Path) -> Result<Site, CmdError> {
-    let site = Site::load(path)?;
+pub fn load_site(path: &std::path::Path, sets: &[String]) -> Result<Site, CmdError> {
+    let site = Site::load_with_sets(path, sets)?;
     talus_calibrate::Config::from_site(&site)?;
     Ok(site)
 }
 
 pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
     let t = Instant::now();
-    let site = load_site(&args.site)?;
+    let site = load_site(&args.site, &args.set)?;
+    if args.print_config {
+        crate::config::print_toml(&site.file)?;
+        return Ok(());
+    }
     let bars = crate::progress::Bars::new(ctx.quiet);
     let log = |line: &str| ctx.say(line);
     let pctx = talus_pipeline::Context { progress: &bars, log: &log };
