@@ -45,6 +45,9 @@ pub struct Input {
     pub compressed: bool,
     /// Points the header declares.
     pub points: u64,
+    /// Records after the declared points, before the end of the point data (LAS): not
+    /// read, as laspy and PDAL do, and reported as a warning.
+    pub ignored_records: u64,
     /// Bytes per point record (extra bytes included).
     pub record_len: usize,
     /// Offset of the extra bytes within a record.
@@ -155,6 +158,7 @@ impl Input {
         let record_len = usize::from(header.point_format().len());
         let extra_len = usize::from(header.point_format().extra_bytes);
 
+        let mut ignored_records = 0;
         if compressed {
             check_laz(&mut file, path, &header, offset_to_points, file_len)?;
         } else {
@@ -170,13 +174,9 @@ impl Input {
                     "the header declares {points} points of {r} bytes (up to byte {expected_end}) but the file holds only {held}"
                 )));
             }
-            if raw_header.evlr.is_none() && held > points {
-                return Err(Error::PointCountMismatch {
-                    path: path.to_path_buf(),
-                    declared: points,
-                    found: format!("{held} records of {r} bytes"),
-                });
-            }
+            // More records than declared: the declared ones are read (as laspy and PDAL
+            // do), the others reported. Fewer is a truncated file (above).
+            ignored_records = held - points;
         }
 
         let eb_vlr = header
@@ -196,6 +196,7 @@ impl Input {
             point_format,
             compressed,
             points,
+            ignored_records,
             record_len,
             extra_start: record_len - extra_len,
             optional,

@@ -68,6 +68,9 @@ pub struct InputSummary {
     pub compressed: bool,
     pub points: u64,
     pub crs: String,
+    /// Records after the declared points, not read (LAS files whose data holds more
+    /// records than their header declares).
+    pub ignored_records: u64,
 }
 
 /// What the stage did.
@@ -386,6 +389,7 @@ pub fn run(
                 compressed: i.compressed,
                 points: i.points,
                 crs: i.crs.as_ref().map(Crs::label).unwrap_or_else(|| "unknown".into()),
+                ignored_records: i.ignored_records,
             })
             .collect(),
         points_read: read,
@@ -471,6 +475,13 @@ impl std::fmt::Display for Summary {
                 i.points,
                 i.crs
             )?;
+            if i.ignored_records > 0 {
+                writeln!(
+                    f,
+                    "  warning: {}: the point data holds {} records after the {} the header declares; they were not read",
+                    i.file, i.ignored_records, i.points
+                )?;
+            }
         }
         if !self.dropped_columns.is_empty() {
             writeln!(

@@ -109,10 +109,21 @@ fn header_count_does_not_match_las_data() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("count.las");
     write(&p, &Spec::new((1, 2), 1, 300));
+    // More records than declared: the declared ones are read and the rest reported, as
+    // laspy and PDAL do.
     patch(&p, LEGACY_COUNT, &250u32.to_le_bytes());
-    let e = fails(&Config::default(), std::slice::from_ref(&p));
-    assert!(matches!(e, Error::PointCountMismatch { declared: 250, .. }), "{e:?}");
-    contains(&e, &["count.las", "declares 250 points", "holds 300"]);
+    let out = dir.path().join("count.parquet");
+    let s = run(&Config::default(), std::slice::from_ref(&p), &out, &NoProgress).unwrap();
+    assert_eq!((s.points_read, s.points_written), (250, 250));
+    assert_eq!(s.inputs[0].ignored_records, 50);
+    let text = s.to_string();
+    assert!(
+        text.contains("warning: count.las") && text.contains("50 records after the 250"),
+        "{text}"
+    );
+    let t = talus_io::read_table(&out, &talus_schema::points::core_schema()).unwrap();
+    assert_eq!(t.num_rows(), 250);
+    std::fs::remove_file(&out).unwrap();
     // A count above the data is indistinguishable from a cut file: named as such.
     patch(&p, LEGACY_COUNT, &301u32.to_le_bytes());
     contains(
