@@ -78,9 +78,17 @@ pub fn render(
         );
     }
 
-    h.push_str("<h2>Run diagnostics</h2>\n<table><tr><th>solver status</th><th>steps</th></tr>\n");
+    h.push_str(
+        "<h2>Run diagnostics</h2>\n<p>Steps by the worst status of the contact problems solved in them (the <code>status</code> column of <code>run/diagnostics.parquet</code>).</p>\n<table><tr><th>solver status</th><th>steps</th><th>meaning</th></tr>\n",
+    );
     for (s, n) in &data.diagnostics.status_counts {
-        let _ = writeln!(h, "<tr><td>{}</td><td class=\"num\">{n}</td></tr>", escape(s));
+        let meaning = talus_schema::run::status_meaning(s).unwrap_or("(not a status Talus writes)");
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td class=\"num\">{n}</td><td>{}</td></tr>",
+            escape(s),
+            escape(meaning)
+        );
     }
     h.push_str("</table>\n");
 

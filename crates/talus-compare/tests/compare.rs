@@ -194,7 +194,7 @@ fn write_run(dir: &Path, shift: f64) {
             Arc::new(StringArray::from(vec!["warm"; 101])),
             Arc::new(StringArray::from(
                 (0..101)
-                    .map(|i| if i == 7 { "max_iterations" } else { "solved" })
+                    .map(|i| if i == 7 { "MaxIterations" } else { "Solved" })
                     .collect::<Vec<_>>(),
             )),
             u(5),
@@ -425,6 +425,12 @@ fn outputs_exist_and_report_lists_every_metric() {
         assert!(html.contains(&format!("id=\"metric-{name}\"")), "{name} not in the report");
     }
     assert!(html.contains("constructed &lt;case&gt;"));
+    // The diagnostics table says what each status means.
+    assert!(
+        html.contains("<td>MaxIterations</td><td class=\"num\">1</td><td>the iteration limit"),
+        "{html}"
+    );
+    assert!(html.contains("<td>Solved</td><td class=\"num\">100</td><td>every island"), "{html}");
     for f in [
         "dod",
         "deposit",

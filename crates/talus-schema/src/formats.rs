@@ -121,6 +121,18 @@ pub fn markdown() -> String {
                 get(DESCRIPTION_KEY).replace('|', "\\|")
             ));
         }
+        if file == "run/diagnostics.parquet" {
+            s.push_str(
+                "
+Values of `status` (a detail may follow in parentheses):
+
+",
+            );
+            s.push_str("| status | meaning |\n|---|---|\n");
+            for (name, meaning) in crate::run::STATUS_MEANINGS {
+                s.push_str(&format!("| `{name}` | {meaning} |\n"));
+            }
+        }
     }
     s
 }

@@ -112,3 +112,44 @@ pub fn timings_schema() -> Schema {
         f("t_step", "wall time of the whole step"),
     ])
 }
+
+/// What each value of the diagnostics' `status` column means, for readers of the table
+/// and of the report. A status may carry a detail in parentheses (e.g.
+/// `SolvedWithoutSeparation (PrimalInfeasible)`: the status of the first attempt).
+pub const STATUS_MEANINGS: [(&str, &str); 16] = [
+    ("Solved", "every island's problem was solved to the requested accuracy"),
+    (
+        "SolvedWithoutSeparation",
+        "the problem with the penetration-correction (separation) velocities could not be solved (the first attempt's status in parentheses, usually PrimalInfeasible: the correction asked for more than the contacts allow); the step was solved again without them, so contacts are resolved and the penetration is corrected on later steps",
+    ),
+    ("AlmostSolved", "Clarabel stopped at a reduced accuracy; the solution was accepted"),
+    ("MaxIterations", "the iteration limit was reached before the requested accuracy"),
+    ("MaxTime", "the solver's time limit was reached"),
+    ("PrimalInfeasible", "no velocities satisfy every contact constraint"),
+    ("AlmostPrimalInfeasible", "as PrimalInfeasible, at reduced accuracy"),
+    (
+        "DualInfeasible",
+        "the problem is unbounded (should not happen: the mass matrix is positive definite)",
+    ),
+    ("AlmostDualInfeasible", "as DualInfeasible, at reduced accuracy"),
+    ("NumericalError", "Clarabel stopped on a numerical error (ill-conditioned contact set)"),
+    ("InsufficientProgress", "Clarabel stopped for lack of progress"),
+    ("Unsolved", "the solver did not run"),
+    ("CallbackTerminated", "stopped by a callback (not used by Talus)"),
+    ("SetupError", "the problem could not be set up for the solver (detail in parentheses)"),
+    (
+        "NotPositiveDefinite",
+        "the dense solver's matrix lost positive definiteness; the island went to the fallback solver",
+    ),
+    (
+        "NotCertified",
+        "the dense solver's answer missed its accuracy certificate; the island went to the fallback solver",
+    ),
+];
+
+/// The meaning of a diagnostics `status` value ([`STATUS_MEANINGS`]), by its name before
+/// any detail in parentheses; `None` for an unknown status.
+pub fn status_meaning(status: &str) -> Option<&'static str> {
+    let name = status.split(['(', ' ']).next().unwrap_or(status);
+    STATUS_MEANINGS.iter().find(|(n, _)| *n == name).map(|(_, m)| *m)
+}

@@ -230,4 +230,39 @@ mod status_tests {
         assert!(!QpStatus::Clarabel(SolverStatus::AlmostSolved).is_solved());
         assert_eq!(QpStatus::SetupError("bad".into()).to_string(), "SetupError(bad)");
     }
+
+    /// Every status the engine can write has a meaning in the diagnostics' documentation
+    /// (`talus_schema::run::STATUS_MEANINGS`), shown in the report.
+    #[test]
+    fn every_status_has_a_documented_meaning() {
+        use SolverStatus as S;
+        let clarabel = [
+            S::Unsolved,
+            S::Solved,
+            S::PrimalInfeasible,
+            S::DualInfeasible,
+            S::AlmostSolved,
+            S::AlmostPrimalInfeasible,
+            S::AlmostDualInfeasible,
+            S::MaxIterations,
+            S::MaxTime,
+            S::NumericalError,
+            S::InsufficientProgress,
+            S::CallbackTerminated,
+        ];
+        let mut all: Vec<QpStatus> = clarabel.into_iter().map(QpStatus::from).collect();
+        all.extend([
+            QpStatus::SolvedWithoutSeparation(Box::new(QpStatus::PrimalInfeasible)),
+            QpStatus::SetupError("x".into()),
+            QpStatus::NotPositiveDefinite,
+            QpStatus::MaxIterations,
+            QpStatus::PrimalInfeasible,
+            QpStatus::NotCertified,
+        ]);
+        for s in all {
+            let text = s.to_string();
+            assert!(talus_schema::run::status_meaning(&text).is_some(), "{text} has no meaning");
+        }
+        assert!(talus_schema::run::status_meaning("Bogus").is_none());
+    }
 }
