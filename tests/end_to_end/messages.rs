@@ -3,7 +3,9 @@
 //! * a LAZ given where a Parquet table is expected says so and names `talus ingest`;
 //! * an `--out-dir` that is a file says so, naming it;
 //! * no cause is printed twice;
-//! * `talus run` without `--terrain` or planes warns that the blocks fall freely.
+//! * `talus run` without `--terrain` or planes warns that the blocks fall freely;
+//! * a run too short for the blocks to leave the scar gives the real reason why the
+//!   simulated runout is not applicable, and calibration names that metric.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -111,4 +113,54 @@ fn run_without_ground_warns() {
     let err = stderr(&o);
     assert!(o.status.success(), "{err}");
     assert!(!err.contains("warning:"), "{err}");
+}
+
+/// One step: the blocks are still in the scar. The simulated runout is not applicable
+/// because no block lies beyond the crown, not because the survey lacks zones (the
+/// surveyed runout is applicable).
+#[test]
+fn short_run_says_why_runout_is_not_applicable() {
+    let dir = tempfile::tempdir().unwrap();
+    let site = r#"
+[site]
+name = "short"
+[inputs]
+synth = true
+[synth]
+seed = 7
+extent = [200.0, 160.0]
+scale = 0.3
+truth_cell = 2.0
+terrain = { cliff_height = 40.0, foot_y = 90.0, river_y = 20.0 }
+scar = { volume = 6000.0, width = 80.0 }
+vegetation = { cover = 0.0 }
+[seed]
+size = [1.5, 1.5, 2.0]
+clearance = 0.01
+[run]
+dt = 0.05
+steps = 1
+kappa = { mode = "restitution", e = 0.2, tangential_ratio = 1.0 }
+[compare]
+figure_width = 400
+figure_height = 300
+"#;
+    std::fs::write(dir.path().join("site.toml"), site).unwrap();
+    let o = talus(dir.path(), &["pipeline", "site.toml", "--out", "r", "-q"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let m: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("r/compare/metrics.json")).unwrap(),
+    )
+    .unwrap();
+    let get = |name: &str| {
+        m["metrics"].as_array().unwrap().iter().find(|x| x["metric"] == name).unwrap().clone()
+    };
+    let sim = get("runout_simulated");
+    assert_eq!(sim["applicable"], false);
+    let why = sim["description"].as_str().unwrap();
+    assert!(
+        why.contains("beyond the scar's crown") && !why.contains("no scar or no deposit"),
+        "{why}"
+    );
+    assert_eq!(get("runout_surveyed")["applicable"], true);
 }

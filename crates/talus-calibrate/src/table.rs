@@ -95,16 +95,48 @@ impl Metrics {
 
     /// The weighted score, or the first term it needs that is not finite.
     pub fn score(&self, w: &Weights) -> Result<f64, String> {
-        let terms = [
-            ("deposit_iou", w.iou, 1.0 - self.deposit_iou),
-            ("runout", w.runout, self.runout_error()),
-            ("thickness_rmse", w.thickness, self.thickness_rmse / self.mean_thickness_surveyed()),
+        let terms: [(&str, f64, f64, &[(&str, f64)]); 3] = [
+            ("deposit_iou", w.iou, 1.0 - self.deposit_iou, &[("deposit_iou", self.deposit_iou)]),
+            (
+                "runout",
+                w.runout,
+                self.runout_error(),
+                &[
+                    ("runout_simulated", self.runout_simulated),
+                    ("runout_surveyed", self.runout_surveyed),
+                ],
+            ),
+            (
+                "thickness",
+                w.thickness,
+                self.thickness_rmse / self.mean_thickness_surveyed(),
+                &[
+                    ("thickness_rmse", self.thickness_rmse),
+                    ("deposit_volume_surveyed", self.deposit_volume_surveyed),
+                    ("deposit_area_surveyed", self.deposit_area_surveyed),
+                ],
+            ),
         ];
         let mut s = 0.0;
-        for (name, weight, loss) in terms {
+        for (term, weight, loss, needs) in terms {
             if weight > 0.0 {
                 if !loss.is_finite() {
-                    return Err(format!("metric `{name}` is not applicable, the score needs it"));
+                    // Name the metric that is missing (its reason is in the member's
+                    // compare/metrics.parquet and report).
+                    let missing: Vec<String> = needs
+                        .iter()
+                        .filter(|(_, v)| !v.is_finite())
+                        .map(|(n, _)| format!("`{n}`"))
+                        .collect();
+                    let what = if missing.is_empty() {
+                        "is not finite".to_string()
+                    } else {
+                        format!(
+                            "needs {}, not applicable in this member's comparison (see its compare/metrics.json for why)",
+                            missing.join(" and ")
+                        )
+                    };
+                    return Err(format!("the score's {term} term (weight {weight}) {what}"));
                 }
                 s += weight * loss;
             }
@@ -326,7 +358,9 @@ mod tests {
         // A metric with zero weight may be missing; one with weight may not.
         let only_iou = Weights { iou: 1.0, runout: 0.0, thickness: 0.0 };
         assert!((metrics(0.7, f64::NAN, f64::NAN).score(&only_iou).unwrap() - 0.3).abs() < 1e-15);
-        assert!(metrics(0.7, f64::NAN, 1.0).score(&w).unwrap_err().contains("runout"));
+        let e = metrics(0.7, f64::NAN, 1.0).score(&w).unwrap_err();
+        assert!(e.contains("runout term") && e.contains("`runout_simulated`"), "{e}");
+        assert!(!e.contains("`runout_surveyed`"), "{e}");
     }
 
     #[test]

@@ -369,7 +369,13 @@ pub fn compute(
                     || name.contains("h_over_l")
                     || name.contains("lateral")
                 {
-                    no_flow
+                    if fl.is_none() {
+                        no_flow
+                    } else if name.ends_with("_simulated") {
+                        "not applicable: no deposited block lies beyond the scar's crown along the flow; the blocks stayed in the scar or left the map"
+                    } else {
+                        "not applicable: no surveyed deposit cell lies beyond the scar's crown along the flow"
+                    }
                 } else {
                     "not applicable: empty simulated or surveyed deposit"
                 };
