@@ -49,6 +49,9 @@ pub struct Metrics {
     pub centroid_offset: f64,
 }
 
+/// A term of the score: its name, weight, loss, and the metrics it is computed from.
+type ScoreTerm<'a> = (&'a str, f64, f64, &'a [(&'a str, f64)]);
+
 impl Metrics {
     /// All NaN (a member whose run failed).
     pub fn missing() -> Self {
@@ -95,7 +98,7 @@ impl Metrics {
 
     /// The weighted score, or the first term it needs that is not finite.
     pub fn score(&self, w: &Weights) -> Result<f64, String> {
-        let terms: [(&str, f64, f64, &[(&str, f64)]); 3] = [
+        let terms: [ScoreTerm; 3] = [
             ("deposit_iou", w.iou, 1.0 - self.deposit_iou, &[("deposit_iou", self.deposit_iou)]),
             (
                 "runout",
