@@ -129,7 +129,8 @@ h2{border-bottom:1px solid #ccc;padding-bottom:0.2em;margin-top:1.6em}\
 table{border-collapse:collapse;margin:0.5em 0}td,th{border:1px solid #ccc;padding:0.2em 0.5em;text-align:left}\
 th{background:#f0f0f0}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\
 tr.best td{background:#fff3c4}tr.failed td{color:#a00}pre{background:#f7f7f7;border:1px solid #ddd;padding:0.8em;overflow-x:auto}\
-figure img{max-width:100%;border:1px solid #ddd}";
+figure img{max-width:100%;border:1px solid #ddd}\
+td.status{max-width:32em;overflow-wrap:anywhere}td.status details summary{cursor:pointer}";
 
 fn render(c: &Collection, best: Option<usize>, best_text: Option<&str>, png: &[u8]) -> String {
     let mut h = String::new();
@@ -215,15 +216,53 @@ fn render(c: &Collection, best: Option<usize>, best_text: Option<&str>, png: &[u
         ] {
             let _ = write!(h, "<td class=\"num\">{}</td>", format_value(v));
         }
+        // A failure's reason can be long (an error chain): folded under the status, and
+        // the cell wraps instead of widening the table.
         let status = if r.error.is_empty() {
-            r.status.as_str().to_string()
+            escape(r.status.as_str())
         } else {
-            format!("{}: {}", r.status.as_str(), r.error)
+            format!(
+                "<details><summary>{}</summary>{}</details>",
+                escape(r.status.as_str()),
+                escape(&r.error)
+            )
         };
-        let _ = writeln!(h, "<td>{}</td></tr>", escape(&status));
+        let _ = writeln!(h, "<td class=\"status\">{status}</td></tr>");
     }
     h.push_str("</table>\n<h2>Calibration options</h2>\n");
     let _ = writeln!(h, "<pre>{}</pre>", escape(&toml::to_string(c.config).unwrap_or_default()));
     h.push_str("</body></html>\n");
     h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Weights;
+    use crate::sample::Member;
+    use crate::table::Row;
+
+    /// A failed member's long reason is folded under its status in a wrapping cell.
+    #[test]
+    fn failure_reasons_are_folded_in_a_wrapping_cell() {
+        let config = Config::default();
+        let member = Member { index: 0, seed: 1, values: vec![] };
+        let reason = "stage run failed: ".to_string() + &"a very long error chain ".repeat(20);
+        let rows = [Row::new(&member, Err(reason.clone()), &Weights::default(), 1.0)];
+        let c = Collection {
+            site: "s",
+            config: &config,
+            params: &[],
+            rows: &rows,
+            best_site: None,
+            best_report: None,
+        };
+        let html = render(&c, None, None, b"png");
+        let cell = format!(
+            "<td class=\"status\"><details><summary>failed</summary>{}</details></td>",
+            escape(&reason)
+        );
+        assert!(html.contains(&cell), "{html}");
+        assert!(html.contains("td.status{max-width:32em;overflow-wrap:anywhere}"));
+    }
 }

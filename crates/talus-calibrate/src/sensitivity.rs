@@ -17,6 +17,20 @@ pub struct SensitivitySeries<'a> {
 }
 
 /// Calibration sensitivity (`talus calibrate`): a grid of scatter panels, one column per
+/// The margin around `[lo, hi]` on an axis: 8 % of the span, at least 2 % of the values'
+/// magnitude; for a single value (every member alike, or all failed but one), 10 % of it,
+/// or 1 around zero, so that the axis stays readable instead of spanning ±1e-9.
+fn axis_pad(lo: f64, hi: f64) -> f64 {
+    let scale = hi.abs().max(lo.abs());
+    if hi > lo {
+        ((hi - lo) * 0.08).max(scale * 0.02)
+    } else if scale > 0.0 {
+        scale * 0.1
+    } else {
+        1.0
+    }
+}
+
 /// varied parameter `(name, value per member)`, one row per series (score, IoU, ...);
 /// `best` (a member index) is drawn as a red cross in every panel.
 pub fn sensitivity(
@@ -32,12 +46,7 @@ pub fn sensitivity(
             .copied()
             .filter(|x| x.is_finite())
             .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| (a.min(x), b.max(x)));
-        if !lo.is_finite() {
-            (0.0, 1.0)
-        } else {
-            let pad = ((hi - lo) * 0.08).max(hi.abs().max(lo.abs()) * 0.02).max(1e-9);
-            (lo - pad, hi + pad)
-        }
+        if !lo.is_finite() { (0.0, 1.0) } else { (lo - axis_pad(lo, hi), hi + axis_pad(lo, hi)) }
     };
     draw_png(path, size, |root| {
         let root = tryp!(root.titled("Sensitivity of the calibration", (FONT, 24)));
@@ -93,4 +102,17 @@ pub fn sensitivity(
         }
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::axis_pad;
+
+    #[test]
+    fn axes_of_constant_series_stay_readable() {
+        assert_eq!(axis_pad(0.0, 0.0), 1.0);
+        assert!((axis_pad(0.6, 0.6) - 0.06).abs() < 1e-15);
+        assert!((axis_pad(0.0, 1.0) - 0.08).abs() < 1e-15);
+        assert!((axis_pad(100.0, 101.0) - 2.02).abs() < 1e-12);
+    }
 }
