@@ -1,6 +1,6 @@
 //! indicatif progress bars on stderr when it is a terminal; nothing otherwise.
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::Mutex;
 
@@ -24,9 +24,14 @@ impl talus_io::Progress for Bars {
         }
         let bar = if len > 0 {
             ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr()).with_style(
-                ProgressStyle::with_template("{msg:>12} [{bar:40}] {pos}/{len} ({eta})")
-                    .unwrap_or_else(|_| ProgressStyle::default_bar())
-                    .progress_chars("=> "),
+                ProgressStyle::with_template(
+                    "{msg:>12} [{bar:40}] {pos}/{len}  elapsed {elapsed}, left {left}",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .with_key("left", |s: &ProgressState, w: &mut dyn std::fmt::Write| {
+                    let _ = w.write_str(&time_left(s.elapsed().as_secs_f64(), s.pos(), s.len()));
+                })
+                .progress_chars("=> "),
             )
         } else {
             ProgressBar::new_spinner()
@@ -51,5 +56,36 @@ impl talus_io::Progress for Bars {
         {
             b.finish_and_clear();
         }
+    }
+}
+
+/// The time left at the mean rate since the phase started (indicatif's `{eta}` follows
+/// the recent rate, which stays at a second or two while the steps of a run slow down as
+/// the heap forms). `?` until a tenth of a second and one unit have passed.
+fn time_left(elapsed: f64, pos: u64, len: Option<u64>) -> String {
+    let Some(len) = len else { return "?".into() };
+    if pos == 0 || elapsed < 0.1 {
+        return "?".into();
+    }
+    let secs = (elapsed / pos as f64 * len.saturating_sub(pos) as f64).round() as u64;
+    match secs {
+        s if s < 60 => format!("{s}s"),
+        s if s < 3600 => format!("{}m{:02}s", s / 60, s % 60),
+        s => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::time_left;
+
+    #[test]
+    fn time_left_is_at_the_mean_rate() {
+        assert_eq!(time_left(10.0, 100, Some(250)), "15s");
+        assert_eq!(time_left(60.0, 10, Some(30)), "2m00s");
+        assert_eq!(time_left(3600.0, 1, Some(3)), "2h00m");
+        assert_eq!(time_left(0.05, 10, Some(100)), "?");
+        assert_eq!(time_left(5.0, 0, Some(100)), "?");
+        assert_eq!(time_left(5.0, 10, None), "?");
     }
 }
