@@ -7,7 +7,9 @@
 //! * `energy_dissipation.png`: dissipation per step, cumulative dissipation and potential
 //!   energy (Fig. 6.30).
 //! * `trajectories.png`: plan view of the block trajectories; `trajectories_side.png`:
-//!   the same in an easting-elevation section.
+//!   the same in a section along the flow (from the scar's crown towards the deposit, or
+//!   along the blocks' mean displacement without a survey), with the pre- and post-event
+//!   ground profiles under the paths.
 //!
 //! PNGs are drawn into a temporary file beside the destination and renamed into place.
 
@@ -427,7 +429,57 @@ fn energy_panels(
     })?)
 }
 
-fn trajectories_figure(config: &Config, data: &Data, path: &Path, side: bool) -> Result<(), Error> {
+/// The vertical plane of the section figure: an origin, a unit horizontal direction, and
+/// the axis label.
+struct Section {
+    origin: [f64; 2],
+    dir: [f64; 2],
+    label: &'static str,
+}
+
+impl Section {
+    /// Along the flow (the scar's crown towards the deposit) when the survey gives it,
+    /// else along the blocks' mean horizontal displacement, else west to east.
+    fn of(data: &Data, map: Option<&ThicknessMap>) -> Section {
+        if let Some(f) = map.and_then(|m| crate::metrics::flow_of(data, m)) {
+            return Section {
+                origin: [f.crown[0], f.crown[1]],
+                dir: f.dir,
+                label: "distance along the flow from the scar's crown (m)",
+            };
+        }
+        let tr = &data.trajectories;
+        let (mut o, mut d, mut n) = ([0.0; 2], [0.0; 2], 0.0);
+        for (_, r) in tr.per_block() {
+            let (a, b) = (r.start, r.end - 1);
+            o = [o[0] + tr.x[a], o[1] + tr.y[a]];
+            d = [d[0] + tr.x[b] - tr.x[a], d[1] + tr.y[b] - tr.y[a]];
+            n += 1.0;
+        }
+        let len = d[0].hypot(d[1]);
+        if n > 0.0 && len > 1e-9 * n {
+            return Section {
+                origin: [o[0] / n, o[1] / n],
+                dir: [d[0] / len, d[1] / len],
+                label: "distance along the blocks' mean displacement (m)",
+            };
+        }
+        Section { origin: [0.0, 0.0], dir: [1.0, 0.0], label: "easting (m)" }
+    }
+
+    fn along(&self, x: f64, y: f64) -> f64 {
+        (x - self.origin[0]) * self.dir[0] + (y - self.origin[1]) * self.dir[1]
+    }
+}
+
+fn trajectories_figure(
+    config: &Config,
+    data: &Data,
+    map: Option<&ThicknessMap>,
+    path: &Path,
+    side: bool,
+) -> Result<(), Error> {
+    let section = Section::of(data, map);
     let size = (config.figure_width, config.figure_height);
     let tr = &data.trajectories;
     let blocks = tr.per_block();
@@ -438,7 +490,9 @@ fn trajectories_figure(config: &Config, data: &Data, path: &Path, side: bool) ->
     } else {
         (0..keep).map(|i| &blocks[i * n / keep]).collect()
     };
-    let coord = |i: usize| if side { (tr.x[i], tr.z[i]) } else { (tr.x[i], tr.y[i]) };
+    let coord = |i: usize| {
+        if side { (section.along(tr.x[i], tr.y[i]), tr.z[i]) } else { (tr.x[i], tr.y[i]) }
+    };
     let mut ext = [f64::INFINITY, f64::INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY];
     for i in 0..tr.x.len() {
         let (x, y) = coord(i);
@@ -456,11 +510,36 @@ fn trajectories_figure(config: &Config, data: &Data, path: &Path, side: bool) ->
     if !ext[0].is_finite() {
         ext = [0.0, 0.0, 1.0, 1.0];
     }
+    // The section's ground: pre- and post-event profiles under the section line, over
+    // the paths' extent along it.
+    let mut profiles: Vec<(Vec<(f64, f64)>, RGBColor, &str)> = Vec::new();
+    if side && let Some(s) = &data.survey {
+        let step = s.grid.cell.max(1e-3);
+        let n = ((ext[2] - ext[0]) / step).ceil().clamp(1.0, 1e5) as usize;
+        for (z, colour, label) in [
+            (&s.z_pre, RGBColor(120, 120, 120), "pre-event ground"),
+            (&s.z_post, RGBColor(140, 86, 75), "post-event ground"),
+        ] {
+            let pts: Vec<(f64, f64)> = (0..=n)
+                .filter_map(|k| {
+                    let t = ext[0] + k as f64 * step;
+                    let x = section.origin[0] + t * section.dir[0];
+                    let y = section.origin[1] + t * section.dir[1];
+                    sample(&s.grid, z, x, y).filter(|v| v.is_finite()).map(|v| (t, v))
+                })
+                .collect();
+            for p in &pts {
+                ext[1] = ext[1].min(p.1);
+                ext[3] = ext[3].max(p.1);
+            }
+            profiles.push((pts, colour, label));
+        }
+    }
     let pad = 0.05 * (ext[2] - ext[0]).max(ext[3] - ext[1]).max(1.0);
     let ext = [ext[0] - pad, ext[1] - pad, ext[2] + pad, ext[3] + pad];
     let title = format!(
         "Block trajectories, {} ({} of {} blocks)",
-        if side { "section easting-elevation" } else { "plan view" },
+        if side { "section along the flow" } else { "plan view" },
         chosen.len(),
         n
     );
@@ -468,7 +547,19 @@ fn trajectories_figure(config: &Config, data: &Data, path: &Path, side: bool) ->
     Ok(draw_png(path, size, |root| {
         let (map_area, bar_area) = root.split_horizontally(size.0 - 130);
         let ydesc = if side { "elevation (m)" } else { "northing (m)" };
-        let (mut chart, e) = plan_chart(&map_area, &title, ext, "easting (m)", ydesc)?;
+        let xdesc = if side { section.label } else { "easting (m)" };
+        let (mut chart, e) = plan_chart(&map_area, &title, ext, xdesc, ydesc)?;
+        for (pts, colour, label) in &profiles {
+            let colour = *colour;
+            tryp!(chart.draw_series(std::iter::once(PathElement::new(
+                pts.clone(),
+                colour.stroke_width(2)
+            ))))
+            .label(*label)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
+            });
+        }
         if !side && let Some(s) = &data.survey {
             // Pre-event elevation in grey as background.
             let (lo, hi) = s
@@ -586,12 +677,12 @@ pub fn draw_all(
         "Trajectories, plan view",
         "Paths of the block centres, coloured by time; blue dots the initial and red dots the last recorded positions.",
     );
-    trajectories_figure(config, data, &p, false)?;
+    trajectories_figure(config, data, map, &p, false)?;
     let p = add(
         "trajectories_side.png",
-        "Trajectories, section",
-        "The same paths in an easting-elevation section (equal scales).",
+        "Trajectories, section along the flow",
+        "The same paths projected on the vertical plane along the flow (from the scar's crown towards the deposit; without a survey, along the blocks' mean displacement), equal scales, over the pre-event (grey) and post-event (brown) ground profiles on the section line.",
     );
-    trajectories_figure(config, data, &p, true)?;
+    trajectories_figure(config, data, map, &p, true)?;
     Ok(figs)
 }

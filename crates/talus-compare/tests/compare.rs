@@ -425,6 +425,9 @@ fn outputs_exist_and_report_lists_every_metric() {
         assert!(html.contains(&format!("id=\"metric-{name}\"")), "{name} not in the report");
     }
     assert!(html.contains("constructed &lt;case&gt;"));
+    // The section is drawn along the flow, not along the easting.
+    assert!(html.contains("Trajectories, section along the flow"), "{html}");
+    assert!(!html.contains("easting-elevation"), "{html}");
     // The diagnostics table says what each status means.
     assert!(
         html.contains("<td>MaxIterations</td><td class=\"num\">1</td><td>the iteration limit"),
