@@ -429,6 +429,9 @@ fn energy_panels(
     })?)
 }
 
+/// A ground profile of the section figure: points (distance, elevation), colour, label.
+type Profile = (Vec<(f64, f64)>, RGBColor, &'static str);
+
 /// The vertical plane of the section figure: an origin, a unit horizontal direction, and
 /// the axis label.
 struct Section {
@@ -512,7 +515,7 @@ fn trajectories_figure(
     }
     // The section's ground: pre- and post-event profiles under the section line, over
     // the paths' extent along it.
-    let mut profiles: Vec<(Vec<(f64, f64)>, RGBColor, &str)> = Vec::new();
+    let mut profiles: Vec<Profile> = Vec::new();
     if side && let Some(s) = &data.survey {
         let step = s.grid.cell.max(1e-3);
         let n = ((ext[2] - ext[0]) / step).ceil().clamp(1.0, 1e5) as usize;
