@@ -138,7 +138,8 @@ fn plan_chart<'a, 'b>(
             .disable_mesh()
             .x_desc(xdesc)
             .y_desc(ydesc)
-            .x_labels(6)
+            // About one easting label per 130 px, so that 7-digit values do not overlap.
+            .x_labels(((pw / 130.0) as usize).clamp(2, 6))
             .y_labels(6)
             .x_label_formatter(&|v| format!("{v:.0}"))
             .y_label_formatter(&|v| format!("{v:.0}"))
@@ -208,6 +209,57 @@ fn legend<'a, 'b: 'a>(chart: &mut Chart<'a, 'b>, pos: SeriesLabelPosition) -> Re
     Ok(())
 }
 
+/// The length of a map's scale bar: 1, 2 or 5 × 10^k m, at most a quarter of `width`.
+fn scale_bar_length(width: f64) -> f64 {
+    let target = (width / 4.0).max(1e-6);
+    let k = 10f64.powf(target.log10().floor());
+    [5.0, 2.0, 1.0].into_iter().map(|m| m * k).find(|l| *l <= target).unwrap_or(k)
+}
+
+/// Map furniture on a north-up plan chart covering `e`: a scale bar (lower left, on
+/// white so that it reads over any raster) and a north arrow (lower right).
+fn map_furniture(chart: &mut Chart, e: [f64; 4]) -> Result<(), String> {
+    let (w, h) = (e[2] - e[0], e[3] - e[1]);
+    let len = scale_bar_length(w);
+    let (x0, y0) = (e[0] + 0.04 * w, e[1] + 0.05 * h);
+    let back = [(x0 - 0.015 * w, y0 - 0.03 * h), (x0 + len + 0.015 * w, y0 + 0.07 * h)];
+    tryp!(chart.draw_series(std::iter::once(Rectangle::new(back, WHITE.mix(0.85).filled()))));
+    let bar = [(x0, y0), (x0 + len, y0)];
+    tryp!(
+        chart.draw_series(std::iter::once(PathElement::new(bar.to_vec(), BLACK.stroke_width(3))))
+    );
+    for x in [x0, x0 + len] {
+        let tick = vec![(x, y0), (x, y0 + 0.015 * h)];
+        tryp!(chart.draw_series(std::iter::once(PathElement::new(tick, BLACK.stroke_width(2)))));
+    }
+    let label = if len >= 1000.0 { format!("{} km", len / 1000.0) } else { format!("{len} m") };
+    tryp!(chart.draw_series(std::iter::once(Text::new(
+        label,
+        (x0, y0 + 0.055 * h),
+        (FONT, 14).into_font().color(&BLACK)
+    ))));
+    // North arrow (lower right, clear of the legends): a triangle pointing up, and N.
+    let (ax, ay) = (e[2] - 0.06 * w, e[1] + 0.08 * h);
+    let arrow = vec![(ax, ay + 0.09 * h), (ax - 0.02 * w, ay), (ax + 0.02 * w, ay)];
+    tryp!(chart.draw_series(std::iter::once(Polygon::new(arrow, BLACK.filled()))));
+    tryp!(chart.draw_series(std::iter::once(Text::new(
+        "N",
+        (ax - 0.012 * w, ay - 0.01 * h),
+        (FONT, 16).into_font().color(&BLACK)
+    ))));
+    Ok(())
+}
+
+/// The CRS of the data, for axis titles.
+fn crs_label(data: &Data) -> String {
+    data.crs.as_ref().map_or_else(|| "unknown CRS".to_string(), talus_io::Crs::label)
+}
+
+/// The axis titles of a plan map, the CRS on the easting's.
+fn plan_axes(crs: &str) -> (String, String) {
+    (format!("easting (m), {crs}"), "northing (m)".to_string())
+}
+
 /// A vertical colour bar for values in `[lo, hi]`.
 fn colour_bar(
     area: &Area,
@@ -256,7 +308,8 @@ fn sample(grid: &Grid, values: &[f64], x: f64, y: f64) -> Option<f64> {
 
 // ---------------------------------------------------------------- figures
 
-fn dod_figure(config: &Config, s: &Survey, path: &Path) -> Result<(), Error> {
+fn dod_figure(config: &Config, s: &Survey, crs: &str, path: &Path) -> Result<(), Error> {
+    let (xdesc, ydesc) = plan_axes(crs);
     let size = (config.figure_width, config.figure_height);
     let lim = quantile(s.dz.iter().map(|v| v.abs()), 0.99).unwrap_or(1.0).max(1e-3);
     Ok(draw_png(path, size, |root| {
@@ -265,8 +318,8 @@ fn dod_figure(config: &Config, s: &Survey, path: &Path) -> Result<(), Error> {
             &map_area,
             "DEM of difference (post - pre)",
             s.grid.extent(),
-            "easting (m)",
-            "northing (m)",
+            &xdesc,
+            &ydesc,
         )?;
         draw_raster(&chart, e, |x, y| {
             let v = sample(&s.grid, &s.dz, x, y)?;
@@ -280,6 +333,7 @@ fn dod_figure(config: &Config, s: &Survey, path: &Path) -> Result<(), Error> {
             DEPOSIT_COLOUR,
             "deposit (significant gain)",
         )?;
+        map_furniture(&mut chart, e)?;
         legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         colour_bar(&bar_area, -lim, lim, "dz = z_post - z_pre (m)", diverging)
     })?)
@@ -328,7 +382,8 @@ fn deposit_figure(
             ("Simulated deposit thickness", &map.simulated),
         ];
         for (panel, (p, (title, values))) in panels.iter().zip(sources).enumerate() {
-            let (mut chart, e) = plan_chart(p, title, ext, "easting (m)", "northing (m)")?;
+            let (xdesc, ydesc) = plan_axes(&crs_label(data));
+            let (mut chart, e) = plan_chart(p, title, ext, &xdesc, &ydesc)?;
             draw_raster(&chart, e, |x, y| {
                 let k = g.cell_of(x, y).map(|(r, c)| g.index(r, c))?;
                 if values[k] > 0.0 {
@@ -358,7 +413,8 @@ fn deposit_figure(
                     .label("block centres")
                     .legend(|(x, y)| Circle::new((x + 12, y), 3, BLACK.filled()));
             }
-            legend(&mut chart, SeriesLabelPosition::LowerRight)?;
+            map_furniture(&mut chart, e)?;
+            legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         }
         colour_bar(&bar_area, 0.0, hi, "deposit thickness (m)", viridis)
     })?)
@@ -550,7 +606,8 @@ fn trajectories_figure(
     Ok(draw_png(path, size, |root| {
         let (map_area, bar_area) = root.split_horizontally(size.0 - 130);
         let ydesc = if side { "elevation (m)" } else { "northing (m)" };
-        let xdesc = if side { section.label } else { "easting (m)" };
+        let (plan_x, _) = plan_axes(&crs_label(data));
+        let xdesc = if side { section.label } else { plan_x.as_str() };
         let (mut chart, e) = plan_chart(&map_area, &title, ext, xdesc, ydesc)?;
         for (pts, colour, label) in &profiles {
             let colour = *colour;
@@ -605,6 +662,9 @@ fn trajectories_figure(
         tryp!(chart.draw_series(ends.iter().map(|p| Circle::new(*p, 2, RED.filled()))))
             .label("last recorded position")
             .legend(|(x, y)| Circle::new((x + 12, y), 3, RED.filled()));
+        if !side {
+            map_furniture(&mut chart, e)?;
+        }
         legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         colour_bar(&bar_area, 0.0, t_end, "time along the path (s)", viridis)
     })?)
@@ -632,13 +692,13 @@ pub fn draw_all(
         let p = add(
             "dod.png",
             "DEM of difference",
-            "Vertical difference post - pre on the DoD grid (red: loss, blue: gain; grey: no data), with the outlines of the scar and deposit zones found by talus diff.",
+            "Vertical difference post - pre on the DoD grid (red: loss, blue: gain; grey: no data), with the outlines of the scar and deposit zones found by talus diff. North up; scale bar lower left; coordinates in the surveys' CRS.",
         );
-        dod_figure(config, s, &p)?;
+        dod_figure(config, s, &crs_label(data), &p)?;
         let p = add(
             "deposit.png",
             "Surveyed vs simulated deposit",
-            "Deposit thickness, same colour scale: left the surveyed thickness (positive dz in the deposit zones), right the block volumes spread over their footprints (with the bulking factor), dots the deposited blocks' centres. Outline: the surveyed deposit (magenta) and the scar (black). Thesis Fig. 6.33, made quantitative.",
+            "Deposit thickness, same colour scale: left the surveyed thickness (positive dz in the deposit zones), right the block volumes spread over their footprints (with the bulking factor), dots the deposited blocks' centres. Outline: the surveyed deposit (magenta) and the scar (black); pale red: the scar's cells; grey: no data. North up (arrow lower right); scale bar lower left. Thesis Fig. 6.33, made quantitative.",
         );
         deposit_figure(config, s, m, data, &p)?;
     }
@@ -678,7 +738,7 @@ pub fn draw_all(
     let p = add(
         "trajectories.png",
         "Trajectories, plan view",
-        "Paths of the block centres, coloured by time; blue dots the initial and red dots the last recorded positions.",
+        "Paths of the block centres, coloured by time; blue dots the initial and red dots the last recorded positions. Background: the pre-event elevation in grey (lighter is higher), with the scar and deposit outlines. North up (arrow lower right); scale bar lower left.",
     );
     trajectories_figure(config, data, map, &p, false)?;
     let p = add(
@@ -688,4 +748,18 @@ pub fn draw_all(
     );
     trajectories_figure(config, data, map, &p, true)?;
     Ok(figs)
+}
+
+#[cfg(test)]
+mod map_tests {
+    use super::scale_bar_length;
+
+    #[test]
+    fn scale_bars_are_round_and_at_most_a_quarter_of_the_map() {
+        assert_eq!(scale_bar_length(560.0), 100.0);
+        assert_eq!(scale_bar_length(1000.0), 200.0);
+        assert_eq!(scale_bar_length(200.0), 50.0);
+        assert_eq!(scale_bar_length(39.0), 5.0);
+        assert_eq!(scale_bar_length(8000.0), 2000.0);
+    }
 }
