@@ -8,7 +8,9 @@ Parquet with pyarrow and DuckDB and checks row counts, column types, the unit me
 the provenance and, when laspy is importable, the coordinates against laspy's reading of
 the same file. Then runs `talus pipeline` on a small synthetic site and reads every
 GeoParquet file (zones, blocks, final state, thickness) with GeoPandas and with GDAL
-(pyogrio): CRS EPSG:32620, row counts, Z on the blocks' centres. Each reader is skipped
+(pyogrio): CRS EPSG:32620, row counts, Z on the blocks' centres; and the DoD GeoTIFFs
+(dz, LoD, significance) with rasterio: CRS, transform and every value equal to the
+DoD table's. Each reader is skipped
 with a printed reason when it cannot be imported. Exit status is non-zero on any failed
 check.
 """
@@ -178,6 +180,42 @@ def with_geopandas(talus, tmp):
             check(info["features"] == n and crs.endswith("32620"), f"GDAL {rel}: {info['features']} features, CRS {crs}")
         except Exception as e:  # noqa: BLE001
             check(False, f"GDAL {rel}: {type(e).__name__}: {e}")
+    with_rasterio(out)
+
+
+def with_rasterio(out):
+    try:
+        import numpy as np
+        import pyarrow.parquet as pq
+        import rasterio
+    except ImportError as e:
+        print(f"skip GeoTIFF checks: {e}")
+        return
+    dod_path = os.path.join(out, "diff", "dod.parquet")
+    dod = pq.read_table(dod_path)
+    grid = json.loads(pq.ParquetFile(dod_path).metadata.metadata[b"talus:grid"])
+    x0, y0, cell, nx, ny = grid["x0"], grid["y0"], grid["cell"], grid["nx"], grid["ny"]
+    cols = {c: dod.column(c).to_numpy(zero_copy_only=False) for c in ["row", "col", "dz", "lod", "significant"]}
+    for name, column in [("dod.tif", "dz"), ("lod.tif", "lod"), ("significant.tif", "significant")]:
+        path = os.path.join(out, "diff", name)
+        try:
+            with rasterio.open(path) as r:
+                check(r.crs is not None and r.crs.to_epsg() == 32620, f"rasterio {name}: CRS {r.crs}")
+                t = r.transform
+                ok = abs(t.a - cell) < 1e-9 and abs(t.e + cell) < 1e-9 and abs(t.c - x0) < 1e-6 and abs(t.f - (y0 + ny * cell)) < 1e-6
+                check(ok and (r.width, r.height) == (nx, ny), f"rasterio {name}: {r.width}x{r.height}, transform {tuple(t)[:6]}")
+                band = r.read(1)
+            # Table rows: row 0 southernmost; raster row 0 northernmost.
+            rr = ny - 1 - cols["row"].astype(int)
+            cc = cols["col"].astype(int)
+            expect = cols[column].astype("float64")
+            if column == "significant":
+                expect = np.where(np.isnan(cols["dz"]), np.nan, expect)
+            got = band[rr, cc].astype("float64")
+            same = np.allclose(got, expect.astype("float32"), equal_nan=True, rtol=0, atol=0)
+            check(bool(same), f"rasterio {name}: {len(got)} cells equal to dod.parquet's {column}")
+        except Exception as e:  # noqa: BLE001
+            check(False, f"rasterio {name}: {type(e).__name__}: {e}")
 
 
 def main():

@@ -70,6 +70,25 @@ pub(crate) fn write_all(
         let mut summary = serde_json::to_vec_pretty(&r.summary).unwrap_or_default();
         summary.push(b'\n');
         talus_io::AtomicFile::write_all(&paths[4], &summary)?;
+        written.push(&paths[4]);
+        // GeoTIFF rasters of the DoD grid for GIS (GDAL, rasterio, QGIS).
+        let d = &r.dod;
+        let g = talus_io::geotiff::GridSpec {
+            x0: d.grid.x0,
+            y0: d.grid.y0,
+            cell: d.grid.cell,
+            nx: d.grid.nx,
+            ny: d.grid.ny,
+        };
+        let significant: Vec<f64> = (0..d.dz.len())
+            .map(
+                |k| if d.dz[k].is_nan() { f64::NAN } else { f64::from(u8::from(d.significant[k])) },
+            )
+            .collect();
+        for (path, values) in [(&paths[5], &d.dz), (&paths[6], &d.lod), (&paths[7], &significant)] {
+            talus_io::geotiff::write(path, &g, values, crs)?;
+            written.push(path);
+        }
         Ok(())
     })();
     if result.is_err() {

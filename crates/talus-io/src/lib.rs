@@ -22,6 +22,7 @@ pub mod blocks;
 pub mod crs;
 pub mod error;
 pub mod geo;
+pub mod geotiff;
 pub mod lock;
 pub mod parquet_io;
 pub mod points;

@@ -37,8 +37,14 @@ pub mod diff {
     pub const C2C: &str = "c2c.parquet";
     /// Volumes and statistics (JSON).
     pub const SUMMARY: &str = "summary.json";
+    /// The DoD's dz as a GeoTIFF (m; NaN where either survey has no cell).
+    pub const DOD_TIF: &str = "dod.tif";
+    /// The level of detection as a GeoTIFF (m).
+    pub const LOD_TIF: &str = "lod.tif";
+    /// The significance mask as a GeoTIFF (1: |dz| > LoD, 0: not, NaN: no dz).
+    pub const SIGNIFICANT_TIF: &str = "significant.tif";
     /// Every file, in the order the pipeline records them.
-    pub const ALL: [&str; 5] = [DOD, ZONES, M3C2, C2C, SUMMARY];
+    pub const ALL: [&str; 8] = [DOD, ZONES, M3C2, C2C, SUMMARY, DOD_TIF, LOD_TIF, SIGNIFICANT_TIF];
 }
 
 /// `talus terrain`.
