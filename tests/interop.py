@@ -216,6 +216,22 @@ def with_rasterio(out):
             check(bool(same), f"rasterio {name}: {len(got)} cells equal to dod.parquet's {column}")
         except Exception as e:  # noqa: BLE001
             check(False, f"rasterio {name}: {type(e).__name__}: {e}")
+    # Deposit thickness rasters against compare/thickness.parquet (same grid).
+    th = pq.read_table(os.path.join(out, "compare", "thickness.parquet"))
+    rr = ny - 1 - th.column("row").to_numpy().astype(int)
+    cc = th.column("col").to_numpy().astype(int)
+    for name, column in [("thickness_simulated.tif", "thickness_simulated"), ("thickness_surveyed.tif", "thickness_surveyed")]:
+        try:
+            with rasterio.open(os.path.join(out, "compare", name)) as r:
+                check(r.crs is not None and r.crs.to_epsg() == 32620 and (r.width, r.height) == (nx, ny), f"rasterio {name}: CRS {r.crs}, {r.width}x{r.height}")
+                band = r.read(1).astype("float64")
+            expect = th.column(column).to_numpy(zero_copy_only=False).astype("float32").astype("float64")
+            got = band[rr, cc]
+            finite = np.isfinite(got)
+            same = np.array_equal(got[finite], expect[finite]) and finite.sum() > 0
+            check(bool(same), f"rasterio {name}: {int(finite.sum())} cells equal to thickness.parquet's {column}")
+        except Exception as e:  # noqa: BLE001
+            check(False, f"rasterio {name}: {type(e).__name__}: {e}")
 
 
 def main():

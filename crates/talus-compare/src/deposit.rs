@@ -360,6 +360,38 @@ pub fn write_thickness(path: &Path, map: &ThicknessMap, prov: &Provenance) -> Re
     Ok(())
 }
 
+/// The simulated and surveyed deposit thickness as GeoTIFF rasters on the survey's grid
+/// (`thickness_simulated.tif`, `thickness_surveyed.tif`; 0 outside the deposits, NaN
+/// where the survey has no data), for GIS. Returns the files written.
+pub fn write_thickness_rasters(
+    dir: &std::path::Path,
+    map: &ThicknessMap,
+    survey: &crate::inputs::Survey,
+    crs: Option<&talus_io::Crs>,
+) -> Result<Vec<std::path::PathBuf>, Error> {
+    use talus_schema::file_names::compare as names;
+    let g = map.grid;
+    let spec = talus_io::geotiff::GridSpec { x0: g.x0, y0: g.y0, cell: g.cell, nx: g.nx, ny: g.ny };
+    let nodata = |k: usize, v: f64| if survey.dz[k].is_finite() { v } else { f64::NAN };
+    let simulated: Vec<f64> =
+        (0..map.simulated.len()).map(|k| nodata(k, map.simulated[k])).collect();
+    let surveyed: Vec<f64> = (0..survey.dz.len())
+        .map(|k| {
+            let deposit = survey.class[k] == crate::inputs::CELL_DEPOSIT && survey.dz[k] > 0.0;
+            nodata(k, if deposit { survey.dz[k] } else { 0.0 })
+        })
+        .collect();
+    let mut written = Vec::new();
+    for (name, values) in
+        [(names::THICKNESS_SIMULATED_TIF, &simulated), (names::THICKNESS_SURVEYED_TIF, &surveyed)]
+    {
+        let path = dir.join(name);
+        talus_io::geotiff::write(&path, &spec, values, crs)?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

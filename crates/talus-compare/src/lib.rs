@@ -136,8 +136,9 @@ pub fn run(
     progress.finish();
     report::write(&out.report, site, config, &data, &metrics, &figs)?;
     let mut written = vec![out.metrics_parquet.clone(), out.metrics_json.clone()];
-    if map.is_some() {
+    if let (Some(m), Some(s)) = (&map, &data.survey) {
         written.push(out.thickness.clone());
+        written.extend(deposit::write_thickness_rasters(out_dir, m, s, data.crs.as_ref())?);
     }
     written.extend(figs.iter().map(|f| f.path.clone()));
     written.push(out.report.clone());

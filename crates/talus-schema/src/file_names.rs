@@ -97,6 +97,10 @@ pub mod compare {
     pub const METRICS_JSON: &str = "metrics.json";
     /// Thickness maps (GeoParquet).
     pub const THICKNESS: &str = "thickness.parquet";
+    /// Simulated deposit thickness as a GeoTIFF (m; NaN where the survey has no data).
+    pub const THICKNESS_SIMULATED_TIF: &str = "thickness_simulated.tif";
+    /// Surveyed deposit thickness as a GeoTIFF (m; NaN where the survey has no data).
+    pub const THICKNESS_SURVEYED_TIF: &str = "thickness_surveyed.tif";
     /// The HTML report.
     pub const REPORT: &str = "report.html";
     /// Directory of the figures (PNG).
