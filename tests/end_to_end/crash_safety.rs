@@ -54,23 +54,7 @@ fn pipeline(dir: &Path, out: &str) -> Output {
         .expect("talus runs")
 }
 
-/// Every file under `root`, relative, sorted.
-fn files(root: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p.strip_prefix(root).unwrap().to_path_buf());
-            }
-        }
-    }
-    out.sort();
-    out
-}
+use crate::common::files_under as files;
 
 /// Wait (at most 120 s) until `cond` holds, polling.
 fn wait_for(what: &str, cond: impl Fn() -> bool) {

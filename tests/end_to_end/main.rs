@@ -2,6 +2,7 @@
 //! pipeline, calibration, the shipped default site and the ingest subcommand.
 
 mod calibrate;
+mod common;
 mod crash_safety;
 mod default_site;
 mod ingest_cli;

@@ -16,42 +16,8 @@ use talus_schema::{blocks, compare, diff, points, run, terrain};
 
 const TALUS: &str = env!("CARGO_BIN_EXE_talus");
 
-/// A small synthetic site: a 200 m x 160 m slope, a 20 000 m³ scar, few large blocks,
-/// a few steps of simulation.
-const SITE: &str = r#"
-[site]
-name = "small"
-description = "Reduced synthetic site for the end-to-end test."
-
-[inputs]
-synth = true
-
-[synth]
-seed = 7
-extent = [200.0, 160.0]
-scale = 0.3
-truth_cell = 2.0
-terrain = { cliff_height = 40.0, foot_y = 90.0, river_y = 20.0 }
-scar = { volume = 6000.0, width = 80.0 }
-vegetation = { cover = 0.0 }
-
-[diff]
-
-[seed]
-size = [1.5, 1.5, 2.0]
-clearance = 0.01
-
-[run]
-dt = 0.05
-steps = 20
-allow_initial_overlap = false
-output_every = 5
-kappa = { mode = "restitution", e = 0.2, tangential_ratio = 1.0 }
-
-[compare]
-figure_width = 800
-figure_height = 600
-"#;
+/// The small synthetic site (tests/end_to_end/common.rs).
+const SITE: &str = crate::common::SMALL_SITE;
 
 fn talus(dir: &Path, args: &[&str]) -> Output {
     Command::new(TALUS).args(args).current_dir(dir).output().expect("talus runs")
@@ -72,20 +38,9 @@ fn site_dir(site: &str) -> tempfile::TempDir {
 }
 
 fn parquet_files(root: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "parquet") {
-                out.push(p.strip_prefix(root).unwrap().to_path_buf());
-            }
-        }
-    }
-    out.sort();
-    out
+    let mut v = crate::common::files_under(root);
+    v.retain(|p| p.extension().is_some_and(|x| x == "parquet"));
+    v
 }
 
 #[test]

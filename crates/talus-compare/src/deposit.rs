@@ -10,7 +10,7 @@
 //! centre outside the scar. Blocks left in the scar are counted apart (see
 //! [`crate::metrics`]).
 
-use crate::inputs::{Blocks, CELL_SCAR, Grid, Survey};
+use crate::inputs::{Blocks, CELL_DEPOSIT, CELL_SCAR, Grid, Survey};
 use crate::{Config, Error};
 use arrow::array::{ArrayRef, BinaryArray, BooleanArray, Float64Array, RecordBatch, UInt32Array};
 use polars::prelude::*;
@@ -181,6 +181,9 @@ pub struct ThicknessMap {
     pub frame: DataFrame,
     /// Dense simulated thickness (0 where none), indexed by [`Grid::index`], m.
     pub simulated: Vec<f64>,
+    /// Dense surveyed thickness (the frame's `thickness_surveyed`: dz where positive in a
+    /// deposit cell, 0 elsewhere), indexed by [`Grid::index`], m.
+    pub surveyed: Vec<f64>,
     /// Per final block: deposited (active and centre outside the scar).
     pub deposited: Vec<bool>,
     /// Per final block: active with its centre in a scar cell.
@@ -299,7 +302,21 @@ pub fn thickness_map(
             dense[k as usize] = v;
         }
     }
-    Ok(ThicknessMap { grid, frame, simulated: dense, deposited, in_scar, volume_off_grid: off })
+    let surveyed = (0..survey.dz.len())
+        .map(|k| {
+            let deposit = survey.class[k] == CELL_DEPOSIT && survey.dz[k] > 0.0;
+            if deposit { survey.dz[k] } else { 0.0 }
+        })
+        .collect();
+    Ok(ThicknessMap {
+        grid,
+        frame,
+        simulated: dense,
+        surveyed,
+        deposited,
+        in_scar,
+        volume_off_grid: off,
+    })
 }
 
 fn f64_col(df: &DataFrame, name: &str) -> Result<Vec<f64>, Error> {
@@ -372,15 +389,10 @@ pub fn write_thickness_rasters(
     use talus_schema::file_names::compare as names;
     let g = map.grid;
     let spec = talus_io::geotiff::GridSpec { x0: g.x0, y0: g.y0, cell: g.cell, nx: g.nx, ny: g.ny };
-    let nodata = |k: usize, v: f64| if survey.dz[k].is_finite() { v } else { f64::NAN };
-    let simulated: Vec<f64> =
-        (0..map.simulated.len()).map(|k| nodata(k, map.simulated[k])).collect();
-    let surveyed: Vec<f64> = (0..survey.dz.len())
-        .map(|k| {
-            let deposit = survey.class[k] == crate::inputs::CELL_DEPOSIT && survey.dz[k] > 0.0;
-            nodata(k, if deposit { survey.dz[k] } else { 0.0 })
-        })
-        .collect();
+    let with_nodata = |v: &[f64]| -> Vec<f64> {
+        v.iter().zip(&survey.dz).map(|(t, dz)| if dz.is_finite() { *t } else { f64::NAN }).collect()
+    };
+    let (simulated, surveyed) = (with_nodata(&map.simulated), with_nodata(&map.surveyed));
     let mut written = Vec::new();
     for (name, values) in
         [(names::THICKNESS_SIMULATED_TIF, &simulated), (names::THICKNESS_SURVEYED_TIF, &surveyed)]

@@ -14,7 +14,7 @@
 //! PNGs are drawn into a temporary file beside the destination and renamed into place.
 
 use crate::deposit::ThicknessMap;
-use crate::inputs::{CELL_DEPOSIT, CELL_SCAR, Data, Grid, Survey, Zone, ZoneKind};
+use crate::inputs::{CELL_SCAR, Data, Grid, Survey, Zone, ZoneKind};
 use crate::{Config, Error};
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
@@ -348,9 +348,7 @@ fn deposit_figure(
 ) -> Result<(), Error> {
     let size = (config.figure_width, config.figure_height);
     let g = s.grid;
-    let surveyed: Vec<f64> = (0..s.dz.len())
-        .map(|k| if s.class[k] == CELL_DEPOSIT && s.dz[k] > 0.0 { s.dz[k] } else { 0.0 })
-        .collect();
+    let surveyed = &map.surveyed;
     let hi =
         quantile(surveyed.iter().chain(map.simulated.iter()).copied().filter(|v| *v > 0.0), 0.99)
             .unwrap_or(1.0);
@@ -378,7 +376,7 @@ fn deposit_figure(
         let (maps, bar_area) = root.split_horizontally(size.0 - 130);
         let panels = maps.split_evenly((1, 2));
         let sources = [
-            ("Surveyed deposit thickness", &surveyed),
+            ("Surveyed deposit thickness", surveyed),
             ("Simulated deposit thickness", &map.simulated),
         ];
         for (panel, (p, (title, values))) in panels.iter().zip(sources).enumerate() {
@@ -534,11 +532,11 @@ impl Section {
 fn trajectories_figure(
     config: &Config,
     data: &Data,
-    map: Option<&ThicknessMap>,
     path: &Path,
-    side: bool,
+    section: Option<&Section>,
 ) -> Result<(), Error> {
-    let section = Section::of(data, map);
+    // The plan view without a section, the section figure with one.
+    let side = section.is_some();
     let size = (config.figure_width, config.figure_height);
     let tr = &data.trajectories;
     let blocks = tr.per_block();
@@ -549,8 +547,9 @@ fn trajectories_figure(
     } else {
         (0..keep).map(|i| &blocks[i * n / keep]).collect()
     };
-    let coord = |i: usize| {
-        if side { (section.along(tr.x[i], tr.y[i]), tr.z[i]) } else { (tr.x[i], tr.y[i]) }
+    let coord = |i: usize| match section {
+        Some(sec) => (sec.along(tr.x[i], tr.y[i]), tr.z[i]),
+        None => (tr.x[i], tr.y[i]),
     };
     let mut ext = [f64::INFINITY, f64::INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY];
     for i in 0..tr.x.len() {
@@ -572,7 +571,7 @@ fn trajectories_figure(
     // The section's ground: pre- and post-event profiles under the section line, over
     // the paths' extent along it.
     let mut profiles: Vec<Profile> = Vec::new();
-    if side && let Some(s) = &data.survey {
+    if let (Some(section), Some(s)) = (section, &data.survey) {
         let step = s.grid.cell.max(1e-3);
         let n = ((ext[2] - ext[0]) / step).ceil().clamp(1.0, 1e5) as usize;
         for (z, colour, label) in [
@@ -607,7 +606,7 @@ fn trajectories_figure(
         let (map_area, bar_area) = root.split_horizontally(size.0 - 130);
         let ydesc = if side { "elevation (m)" } else { "northing (m)" };
         let (plan_x, _) = plan_axes(&crs_label(data));
-        let xdesc = if side { section.label } else { plan_x.as_str() };
+        let xdesc = section.map_or(plan_x.as_str(), |s| s.label);
         let (mut chart, e) = plan_chart(&map_area, &title, ext, xdesc, ydesc)?;
         for (pts, colour, label) in &profiles {
             let colour = *colour;
@@ -740,13 +739,13 @@ pub fn draw_all(
         "Trajectories, plan view",
         "Paths of the block centres, coloured by time; blue dots the initial and red dots the last recorded positions. Background: the pre-event elevation in grey (lighter is higher), with the scar and deposit outlines. North up (arrow lower right); scale bar lower left.",
     );
-    trajectories_figure(config, data, map, &p, false)?;
+    trajectories_figure(config, data, &p, None)?;
     let p = add(
         "trajectories_side.png",
         "Trajectories, section along the flow",
         "The same paths projected on the vertical plane along the flow (from the scar's crown towards the deposit; without a survey, along the blocks' mean displacement), equal scales, over the pre-event (grey) and post-event (brown) ground profiles on the section line.",
     );
-    trajectories_figure(config, data, map, &p, true)?;
+    trajectories_figure(config, data, &p, Some(&Section::of(data, map)))?;
     Ok(figs)
 }
 

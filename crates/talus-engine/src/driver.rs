@@ -510,6 +510,28 @@ fn read_timings(path: &Path) -> Result<Vec<TimingRow>, Error> {
         .collect())
 }
 
+/// Replay a checkpoint segment's rows of one per-step table into `sink` with the batching
+/// of an uninterrupted run (a batch ends at every flush step); the rows after the last
+/// flush step stay in `pending`.
+fn replay<R>(
+    rows: Vec<R>,
+    step: impl Fn(&R) -> u64,
+    batch: fn(&[R]) -> RecordBatch,
+    pending: &mut Vec<R>,
+    sink: &mut ParquetSink,
+    config: &Config,
+) -> Result<(), Error> {
+    for r in rows {
+        let s = step(&r);
+        pending.push(r);
+        if s > 0 && is_flush_step(s, config) {
+            sink.write(&batch(pending))?;
+            pending.clear();
+        }
+    }
+    Ok(())
+}
+
 fn is_flush_step(step: u64, config: &Config) -> bool {
     step.is_multiple_of(FLUSH_STEPS)
         || (config.checkpoint_every > 0 && step.is_multiple_of(config.checkpoint_every))
@@ -751,30 +773,30 @@ pub fn run(
                     start = end;
                 }
             }
-            for e in read_energies(&ep)? {
-                let s = e.step;
-                pending.energies.push(e);
-                if s > 0 && is_flush_step(s, config) {
-                    main.energy.write(&energies_batch(&pending.energies))?;
-                    pending.energies.clear();
-                }
-            }
-            for d in read_diags(&dp)? {
-                let s = d.step;
-                pending.diags.push(d);
-                if s > 0 && is_flush_step(s, config) {
-                    main.diag.write(&diagnostics_batch(&pending.diags))?;
-                    pending.diags.clear();
-                }
-            }
-            for d in read_timings(&tip)? {
-                let s = d.step;
-                pending.timings.push(d);
-                if s > 0 && is_flush_step(s, config) {
-                    main.timing.write(&timings_batch(&pending.timings))?;
-                    pending.timings.clear();
-                }
-            }
+            replay(
+                read_energies(&ep)?,
+                |e| e.step,
+                energies_batch,
+                &mut pending.energies,
+                &mut main.energy,
+                config,
+            )?;
+            replay(
+                read_diags(&dp)?,
+                |d| d.step,
+                diagnostics_batch,
+                &mut pending.diags,
+                &mut main.diag,
+                config,
+            )?;
+            replay(
+                read_timings(&tip)?,
+                |t| t.step,
+                timings_batch,
+                &mut pending.timings,
+                &mut main.timing,
+                config,
+            )?;
         }
         resumed = true;
     }

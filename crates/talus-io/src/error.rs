@@ -66,3 +66,28 @@ pub(crate) fn without_temporary_name(e: std::io::Error) -> std::io::Error {
 pub(crate) fn os(path: &Path) -> impl FnOnce(std::io::Error) -> IoError + '_ {
     move |source| IoError::Os { path: path.to_path_buf(), source }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A write whose temporary file cannot be created names the destination and the OS
+    /// error, never tempfile's temporary name.
+    #[test]
+    fn write_errors_name_the_destination_not_the_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("gone");
+        let e = tempfile::Builder::new().prefix(".out.parquet.").tempfile_in(&missing).unwrap_err();
+        assert!(e.to_string().contains("gone"), "tempfile's own message names the path: {e}");
+        let e = without_temporary_name(e);
+        assert!(!e.to_string().contains("gone") && !e.to_string().contains(".out"), "{e}");
+        assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
+        // Through AtomicFile: the destination is named, no temporary file is left.
+        let file = dir.path().join("afile");
+        std::fs::write(&file, "mine").unwrap();
+        let e =
+            crate::AtomicFile::write_all(&file.join("out.parquet"), b"x").unwrap_err().to_string();
+        assert!(e.contains("afile") && e.contains("is a file, not a directory"), "{e}");
+        assert!(!e.contains(".out.parquet."), "{e}");
+    }
+}
