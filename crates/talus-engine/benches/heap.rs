@@ -260,6 +260,7 @@ fn main() {
             max_sweeps: 100,
             fallback_tolerance: 1e-9,
             frictional_max_contacts: 64,
+            admm_iterations: 300,
         },
         _ => SolverConfig::Warm {
             tolerance: 1e-9,

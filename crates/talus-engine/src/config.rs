@@ -95,11 +95,21 @@ pub enum SolverConfig {
         /// under 10 contacts, 88 % of those of 10-19, 55 % of 20-29 and few above 90).
         #[serde(default = "default_nlgs_frictional_contacts")]
         frictional_max_contacts: u32,
+        /// Islands that NLGS does not certify (or that it skips) are solved by ADMM with one
+        /// cached factorisation ([`crate::solver::admm`]), certified to `tolerance`, with at
+        /// most this many iterations before falling back to Clarabel. 0: straight to
+        /// Clarabel.
+        #[serde(default = "default_admm_iterations")]
+        admm_iterations: u32,
     },
 }
 
 fn default_nlgs_frictional_contacts() -> u32 {
     16
+}
+
+fn default_admm_iterations() -> u32 {
+    300
 }
 
 fn default_nlgs_tolerance() -> f64 {

@@ -20,6 +20,7 @@ use crate::body::Block;
 use crate::config::{Kappa, SolverConfig};
 use crate::geometry::contact::{Contact, ContactKind, Other};
 use crate::rotation::{self, RotationModel};
+use crate::solver::admm;
 use crate::solver::assembly::{JumpBody, JumpContact, Qp, assemble, effective_mass};
 use crate::solver::certificate::{Certificate, certify};
 use crate::solver::clarabel::{QpOutcome, QpStatus, SolverUsed, solve_clarabel};
@@ -118,8 +119,8 @@ pub struct JumpReport {
     pub islands_dense: u32,
     pub qp_variables: u32,
     pub qp_constraints: u32,
-    /// Solver of the accepted solutions ("none", "clarabel", "warm", "clarabel_socp";
-    /// "mixed" when several of them), followed by "+dense" when the dense solver solved
+    /// Solver of the accepted solutions ("none", "clarabel", "warm", "clarabel_socp",
+    /// "nlgs", "admm", "nlgs+admm"; "mixed" when several others), followed by "+dense" when the dense solver solved
     /// some islands ("dense" alone when it solved all of them).
     pub solver: String,
     /// Worst status over the islands: `Solved` when all are; `SolvedWithoutSeparation`
@@ -421,48 +422,85 @@ pub fn step_with_friction(
                 *tangential = co.tangential;
                 (co.outcome, retried, cq)
             };
-            let mut outcome =
-                if let SolverConfig::Nlgs { tolerance, max_sweeps, frictional_max_contacts, .. } =
-                    params.solver
-                    && !(frictional && jc.len() > frictional_max_contacts as usize)
-                {
-                    let cq = friction::assemble_cones(qp, bodies, jc, &fr);
-                    let initial = keys_prev.initial_impulses(keys);
+            let mut outcome = if let SolverConfig::Nlgs {
+                tolerance,
+                max_sweeps,
+                frictional_max_contacts,
+                admm_iterations,
+                ..
+            } = params.solver
+            {
+                let cq = friction::assemble_cones(qp, bodies, jc, &fr);
+                let initial = keys_prev.initial_impulses(keys);
+                // Work spent before the accepted method (sweeps and ADMM iterations).
+                let mut spent = 0;
+                let mut accepted = None;
+                if !(frictional && jc.len() > frictional_max_contacts as usize) {
                     let nl = nlgs::solve(&cq, bodies, jc, &initial, tolerance, max_sweeps);
                     sweeps = nl.sweeps;
+                    spent += nl.sweeps;
                     if nl.solved {
-                        tangential = nl.friction.clone();
-                        impulses = Some(nl.impulses.clone());
-                        nlgs_certificate = Some(nl.certificate);
+                        accepted = Some((
+                            SolverUsed::Nlgs,
+                            nl.x,
+                            nl.normal,
+                            nl.friction,
+                            nl.impulses,
+                            nl.certificate,
+                        ));
+                    }
+                }
+                if accepted.is_none() && admm_iterations > 0 && !jc.is_empty() {
+                    let ad = admm::solve(&cq, bodies, jc, &initial, tolerance, admm_iterations);
+                    spent += ad.iterations;
+                    if ad.solved {
+                        accepted = Some((
+                            SolverUsed::Admm,
+                            ad.x,
+                            ad.normal,
+                            ad.friction,
+                            ad.impulses,
+                            ad.certificate,
+                        ));
+                    }
+                }
+                match accepted {
+                    Some((solver, x, normal, friction, imp, cert)) => {
+                        tangential = friction;
+                        impulses = Some(imp);
+                        nlgs_certificate = Some(cert);
                         if frictional {
                             cones = Some(cq);
                         }
                         QpOutcome {
-                            lambda: nl.normal.clone(),
-                            x: nl.x,
+                            lambda: normal,
+                            x,
                             status: QpStatus::Solved,
                             solved: true,
-                            iterations: nl.sweeps,
-                            r_prim: nl.certificate.primal,
-                            r_dual: nl.certificate.stationarity,
-                            solver: SolverUsed::Nlgs,
+                            iterations: spent,
+                            r_prim: cert.primal,
+                            r_dual: cert.stationarity,
+                            solver,
                             fallback: false,
                         }
-                    } else if frictional {
+                    }
+                    None if frictional => {
                         let (o, retried, cq) = solve_socp(&mut tangential);
                         (relaxed, cones) = (retried, Some(cq));
-                        QpOutcome { fallback: true, iterations: o.iterations + nl.sweeps, ..o }
-                    } else {
-                        let o = solve_clarabel(qp, clarabel_tolerance, clarabel_iterations);
-                        QpOutcome { fallback: true, iterations: o.iterations + nl.sweeps, ..o }
+                        QpOutcome { fallback: true, iterations: o.iterations + spent, ..o }
                     }
-                } else if frictional {
-                    let (o, retried, cq) = solve_socp(&mut tangential);
-                    (relaxed, cones) = (retried, Some(cq));
-                    o
-                } else {
-                    solve_qp(&params.solver, qp, bodies.len(), || keys_prev.initial_lambda(keys))
-                };
+                    None => {
+                        let o = solve_clarabel(qp, clarabel_tolerance, clarabel_iterations);
+                        QpOutcome { fallback: true, iterations: o.iterations + spent, ..o }
+                    }
+                }
+            } else if frictional {
+                let (o, retried, cq) = solve_socp(&mut tangential);
+                (relaxed, cones) = (retried, Some(cq));
+                o
+            } else {
+                solve_qp(&params.solver, qp, bodies.len(), || keys_prev.initial_lambda(keys))
+            };
             // Separation velocities demanded of a block wedged between opposing faces can
             // contradict each other (PrimalInfeasible). Without them the QP is always
             // feasible (u⁺ = 0 satisfies every c_kᵀu⁺ ≥ 0), so the island is solved again
@@ -591,6 +629,7 @@ pub fn step_with_friction(
     let mut used_socp = false;
     let mut used_dense = false;
     let mut used_nlgs = false;
+    let mut used_admm = false;
     let mut next_warm = WarmStart::default();
     let mut corrections: Vec<Option<(Vector3<f64>, Vector3<f64>)>> = vec![None; blocks.len()];
     for (k, (res, AssembledIsland { island, qp, .. })) in results.iter().zip(assembled).enumerate()
@@ -612,6 +651,7 @@ pub fn step_with_friction(
             SolverUsed::Clarabel => used_clarabel = true,
             SolverUsed::Warm => used_warm = true,
             SolverUsed::Nlgs => used_nlgs = true,
+            SolverUsed::Admm => used_admm = true,
             SolverUsed::Dense => {
                 used_dense = true;
                 rep.islands_dense += 1;
@@ -644,7 +684,7 @@ pub fn step_with_friction(
                 corrections[b] = Some(*c);
             }
         }
-        if matches!(o.solver, SolverUsed::Nlgs) || res.cones.is_some() {
+        if matches!(o.solver, SolverUsed::Nlgs | SolverUsed::Admm) || res.cones.is_some() {
             next_warm
                 .record(&res.keys, &res.warm_start.iter().map(|w| w.normal).collect::<Vec<_>>());
             next_warm.record_tangential(
@@ -656,12 +696,14 @@ pub fn step_with_friction(
         }
     }
     *warm = next_warm;
-    let others = match (used_clarabel, used_warm, used_socp, used_nlgs) {
-        (false, false, false, false) => None,
-        (true, false, false, false) => Some("clarabel"),
-        (false, true, false, false) => Some("warm"),
-        (false, false, true, false) => Some("clarabel_socp"),
-        (false, false, false, true) => Some("nlgs"),
+    let others = match (used_clarabel, used_warm, used_socp, used_nlgs, used_admm) {
+        (false, false, false, false, false) => None,
+        (true, false, false, false, false) => Some("clarabel"),
+        (false, true, false, false, false) => Some("warm"),
+        (false, false, true, false, false) => Some("clarabel_socp"),
+        (false, false, false, true, false) => Some("nlgs"),
+        (false, false, false, false, true) => Some("admm"),
+        (false, false, false, true, true) => Some("nlgs+admm"),
         _ => Some("mixed"),
     };
     rep.solver = match (others, used_dense) {

@@ -23,6 +23,8 @@ pub enum SolverUsed {
     Dense,
     /// Non-linear Gauss–Seidel in contact space ([`crate::solver::nlgs`]).
     Nlgs,
+    /// ADMM with a cached factorisation ([`crate::solver::admm`]).
+    Admm,
 }
 
 impl SolverUsed {
@@ -34,6 +36,7 @@ impl SolverUsed {
             SolverUsed::Warm => "warm",
             SolverUsed::Dense => "dense",
             SolverUsed::Nlgs => "nlgs",
+            SolverUsed::Admm => "admm",
         }
     }
 }

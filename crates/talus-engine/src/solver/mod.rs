@@ -3,6 +3,7 @@
 //! solvers of frictionless islands, Coulomb friction as second-order cones, non-linear
 //! Gauss–Seidel in contact space, and the accuracy certificate every method is held to.
 
+pub mod admm;
 pub mod assembly;
 pub mod certificate;
 pub mod clarabel;

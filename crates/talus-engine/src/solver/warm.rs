@@ -425,7 +425,7 @@ enum Backend {
 }
 
 /// The factorisation of K = H + Σ_{k∈A} ρ_k c_k c_kᵀ for one active set A.
-struct Factor<'a> {
+pub(crate) struct Factor<'a> {
     qp: &'a Qp,
     /// Rows of C: (column, value).
     rows: Vec<Vec<(usize, f64)>>,
@@ -441,7 +441,7 @@ struct Factor<'a> {
 }
 
 impl<'a> Factor<'a> {
-    fn new(qp: &'a Qp, dense_factor_max: usize) -> Option<Self> {
+    pub(crate) fn new(qp: &'a Qp, dense_factor_max: usize) -> Option<Self> {
         let n = qp.n();
         let rows = constraint_rows(qp);
         let h = &qp.h_upper;
@@ -494,6 +494,18 @@ impl<'a> Factor<'a> {
         let mut f = Factor { qp, rows, backend, inv_mass, rho, cache: None, scales: scales(qp) };
         f.set_sigma(SIGMA_POLISH);
         Some(f)
+    }
+
+    /// Σ_j c_kj² / H_jj of each constraint row (an inverse effective mass).
+    pub(crate) fn inv_mass(&self) -> &[f64] {
+        &self.inv_mass
+    }
+
+    /// Set the penalties ρ_k of the rows (the factorisation is redone on the next solve).
+    pub(crate) fn set_rho(&mut self, rho: Vec<f64>) {
+        assert_eq!(rho.len(), self.inv_mass.len());
+        self.rho = rho;
+        self.cache = None;
     }
 
     /// Set σ (the factorisation is redone on the next solve).
@@ -549,7 +561,7 @@ impl<'a> Factor<'a> {
     }
 
     /// Solve K_A d = rhs in place; `false` when the factorisation fails.
-    fn solve(&mut self, active: &[bool], rhs: &mut [f64]) -> bool {
+    pub(crate) fn solve(&mut self, active: &[bool], rhs: &mut [f64]) -> bool {
         let n = self.qp.n();
         if self.cache.as_deref() != Some(active) {
             self.cache = None;

@@ -1,0 +1,449 @@
+//! ADMM on the jump's conic program, with one cached factorisation, warm-started from the
+//! previous step's contact percussions, and certified.
+//!
+//! # The splitting
+//!
+//! The program of [`crate::solver::friction`] is `min ½xᵀHx − pᵀx s.t. s = Cx − r ∈ K`
+//! (K: non-negative rows and 3-D second-order cones, self-dual). With the dual z ∈ K
+//! (Hx = p + Cᵀz at the solution) and a diagonal penalty P = diag(ρ), constant within each
+//! cone, the iteration (Boyd et al. 2011, §3; as OSQP and Chrono's ADMM solver use it) is
+//!
+//! ```text
+//! x ← (H + CᵀPC)⁻¹ (p + Cᵀ(z + P(s + r)))
+//! ŵ ← α(Cx − r) + (1 − α)s                       (over-relaxation, α = 1.6)
+//! s ← Π_K(ŵ − P⁻¹z),   z ← P(s − (ŵ − P⁻¹z))
+//! ```
+//!
+//! By Moreau's decomposition z = P Π_K(P⁻¹z − ŵ) ∈ K and zᵀs = 0 after every iteration: only
+//! the primal residual Cx − r − s and the stationarity Hx − p − Cᵀz remain, and both go to
+//! zero. H + CᵀPC has the block pattern of the contact graph, so it is factorised once (faer's
+//! sparse Cholesky on the bodies' AMD order, [`crate::solver::warm`]) and each iteration costs
+//! two triangular solves and two products with C.
+//!
+//! # Scaling and warm start
+//!
+//! ρ of a cone is σ times the effective mass of its normal row (1 / Σ_j C_kj²/H_jj), so
+//! CᵀPC is σ times H's scale whatever the masses, sizes and lever arms; σ starts at 1 and is
+//! adapted (with a new factorisation) when the primal and stationarity residuals differ by
+//! more than a factor 5, as OSQP does. The iteration starts from the previous step's
+//! percussions matched by contact identity (z), with s = Π_K(Cx₀ − r) at
+//! x₀ = (2M)⁻¹(p + Cᵀz): when they are the answer, the first iteration returns it.
+//!
+//! # Certificate
+//!
+//! After 1, 2, 4, 8 iterations and every 10 after, (x, z) is checked by
+//! [`crate::solver::certificate::certify`] on the program's own data; the solve stops when
+//! it holds to the tolerance.
+
+use crate::solver::assembly::{JumpBody, JumpContact};
+use crate::solver::certificate::{Certificate, certify};
+use crate::solver::friction::ConeQp;
+use crate::solver::nlgs::ContactImpulse;
+use crate::solver::warm::{DENSE_FACTOR_MAX, Factor};
+use clarabel::solver::SupportedConeT;
+use nalgebra::{DMatrix, DVector, Matrix3, Vector3};
+use std::collections::VecDeque;
+
+/// Over-relaxation α.
+const ALPHA: f64 = 1.6;
+/// σ at the start of a solve.
+const SIGMA_START: f64 = 1.0;
+/// Bounds of σ.
+const SIGMA_RANGE: (f64, f64) = (1e-6, 1e6);
+/// Ratio of the residuals that triggers a new σ, and iterations between two adaptations.
+const ADAPT_RATIO: f64 = 5.0;
+const ADAPT_EVERY: u32 = 20;
+/// Iterates remembered by the Anderson acceleration (0: none).
+const ANDERSON_MEMORY: usize = 5;
+
+/// Type-II Anderson acceleration of a fixed-point map u → g(u) (Walker & Ni 2011): the
+/// next input is the combination of the last g's whose residuals' combination is least,
+/// from the differences of the last `ANDERSON_MEMORY` + 1 iterates, kept with their Gram
+/// matrix so that an update costs O((3 × memory + 2) × len).
+struct Anderson {
+    /// Last (f, g).
+    last: Option<(Vec<f64>, Vec<f64>)>,
+    /// Differences Δf, Δg of consecutive iterates, oldest first.
+    df: VecDeque<Vec<f64>>,
+    dg: VecDeque<Vec<f64>>,
+    /// Gram matrix of the Δf's (row-major, ANDERSON_MEMORY²).
+    gram: Vec<f64>,
+}
+
+impl Anderson {
+    fn new() -> Self {
+        Anderson {
+            last: None,
+            df: VecDeque::new(),
+            dg: VecDeque::new(),
+            gram: vec![0.0; ANDERSON_MEMORY * ANDERSON_MEMORY],
+        }
+    }
+
+    fn clear(&mut self) {
+        self.last = None;
+        self.df.clear();
+        self.dg.clear();
+    }
+
+    /// Record f = g − u and g; write the next input into `out` (g itself when there is no
+    /// history or the least-squares problem is singular).
+    fn step(&mut self, f: Vec<f64>, g: Vec<f64>, out: &mut [f64]) {
+        let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
+        if let Some((f0, g0)) = self.last.take() {
+            let mem = ANDERSON_MEMORY;
+            if self.df.len() == mem {
+                let (mut a, mut b) = (self.df.pop_front().unwrap(), self.dg.pop_front().unwrap());
+                // Shift the Gram matrix up-left by one.
+                for i in 0..mem - 1 {
+                    for j in 0..mem - 1 {
+                        self.gram[i * mem + j] = self.gram[(i + 1) * mem + j + 1];
+                    }
+                }
+                // Reuse the buffers.
+                a.iter_mut().zip(f.iter().zip(&f0)).for_each(|(d, (x, y))| *d = x - y);
+                b.iter_mut().zip(g.iter().zip(&g0)).for_each(|(d, (x, y))| *d = x - y);
+                self.df.push_back(a);
+                self.dg.push_back(b);
+            } else {
+                self.df.push_back(f.iter().zip(&f0).map(|(x, y)| x - y).collect());
+                self.dg.push_back(g.iter().zip(&g0).map(|(x, y)| x - y).collect());
+            }
+            let k = self.df.len();
+            let new = &self.df[k - 1];
+            for i in 0..k {
+                let d = dot(&self.df[i], new);
+                self.gram[i * mem + k - 1] = d;
+                self.gram[(k - 1) * mem + i] = d;
+            }
+        }
+        let k = self.df.len();
+        out.copy_from_slice(&g);
+        if k > 0 {
+            let mem = ANDERSON_MEMORY;
+            let mut a = DMatrix::<f64>::from_fn(k, k, |i, j| self.gram[i * mem + j]);
+            let b = DVector::<f64>::from_fn(k, |i, _| dot(&self.df[i], &f));
+            let reg = 1e-10 * (0..k).map(|i| a[(i, i)]).fold(0.0, f64::max) + f64::MIN_POSITIVE;
+            for i in 0..k {
+                a[(i, i)] += reg;
+            }
+            if let Some(ch) = a.cholesky() {
+                let gamma = ch.solve(&b);
+                if gamma.iter().all(|v| v.is_finite()) {
+                    for (i, dg) in self.dg.iter().enumerate() {
+                        let gi = gamma[i];
+                        out.iter_mut().zip(dg).for_each(|(o, d)| *o -= gi * d);
+                    }
+                }
+            }
+        }
+        self.last = Some((f, g));
+    }
+}
+
+/// The outcome of a solve.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AdmmOutcome {
+    /// x = (u⁺ + u⁻)/2.
+    pub x: Vec<f64>,
+    /// Dual z in the rows of the conic program.
+    pub z: Vec<f64>,
+    /// Total percussion Λ of each contact (for the next step's warm start).
+    pub impulses: Vec<ContactImpulse>,
+    /// Normal reaction λ_N = z₀ of each contact, N s.
+    pub normal: Vec<f64>,
+    /// Friction percussion μ(z₁t₁ + z₂t₂) of each contact (world), N s.
+    pub friction: Vec<Vector3<f64>>,
+    /// Iterations done.
+    pub iterations: u32,
+    /// Numeric factorisations of H + CᵀPC.
+    pub factorisations: u32,
+    /// Certificate of (x, z).
+    pub certificate: Certificate,
+    /// Whether the certificate holds to the tolerance.
+    pub solved: bool,
+}
+
+/// Project `v` onto the cones, in place.
+fn project(cones: &[SupportedConeT<f64>], v: &mut [f64]) {
+    let mut row = 0;
+    for cone in cones {
+        match *cone {
+            SupportedConeT::NonnegativeConeT(n) => {
+                for a in &mut v[row..row + n] {
+                    *a = a.max(0.0);
+                }
+                row += n;
+            }
+            SupportedConeT::SecondOrderConeT(n) => {
+                let c = &mut v[row..row + n];
+                let t = c[1..].iter().map(|a| a * a).sum::<f64>().sqrt();
+                if c[0] >= t {
+                } else if c[0] <= -t {
+                    c.iter_mut().for_each(|a| *a = 0.0);
+                } else {
+                    let h = 0.5 * (c[0] + t);
+                    let f = h / t;
+                    c[0] = h;
+                    c[1..].iter_mut().for_each(|a| *a *= f);
+                }
+                row += n;
+            }
+            _ => panic!("admm: only non-negative and second-order cones occur in a jump"),
+        }
+    }
+}
+
+/// ρ of every row: σ times the effective mass of its cone's first row.
+fn penalties(cones: &[SupportedConeT<f64>], inv_mass: &[f64], sigma: f64) -> Vec<f64> {
+    let mut rho = Vec::with_capacity(inv_mass.len());
+    let mut row = 0;
+    for cone in cones {
+        match *cone {
+            SupportedConeT::NonnegativeConeT(n) => {
+                rho.extend(inv_mass[row..row + n].iter().map(|s| sigma / s));
+                row += n;
+            }
+            SupportedConeT::SecondOrderConeT(n) => {
+                rho.extend(std::iter::repeat_n(sigma / inv_mass[row], n));
+                row += n;
+            }
+            _ => panic!("admm: only non-negative and second-order cones occur in a jump"),
+        }
+    }
+    rho
+}
+
+/// Relative velocity (contact frame N, t₁, t₂) of contact `c` at x.
+fn contact_velocity(
+    bodies: &[JumpBody],
+    c: &JumpContact,
+    basis: (Vector3<f64>, Vector3<f64>),
+    x: &[f64],
+) -> Vector3<f64> {
+    let point = |b: usize| {
+        let o = 6 * b;
+        let v = Vector3::new(x[o], x[o + 1], x[o + 2]);
+        let w = Vector3::new(x[o + 3], x[o + 4], x[o + 5]);
+        v + w.cross(&(c.point - bodies[b].pos))
+    };
+    let mut rel = point(c.i);
+    if let Some(j) = c.j {
+        rel -= point(j);
+    }
+    Vector3::new(rel.dot(&c.normal), rel.dot(&basis.0), rel.dot(&basis.1))
+}
+
+/// Solve the conic program `cq` of an island (assembled by
+/// [`crate::solver::friction::assemble_cones`] from `bodies`, `contacts`) by ADMM, started
+/// from `initial` (one per contact), until the certificate holds to `tolerance` or
+/// `max_iterations` iterations are done.
+pub fn solve(
+    cq: &ConeQp,
+    bodies: &[JumpBody],
+    contacts: &[JumpContact],
+    initial: &[ContactImpulse],
+    tolerance: f64,
+    max_iterations: u32,
+) -> AdmmOutcome {
+    let qp = &cq.qp;
+    let (n, m) = (qp.n(), qp.m());
+    assert_eq!(n, 6 * bodies.len());
+    assert_eq!(contacts.len(), cq.normal_rows.len());
+    assert_eq!(initial.len(), contacts.len());
+    let unsolved = Certificate {
+        stationarity: f64::INFINITY,
+        primal: f64::INFINITY,
+        dual: f64::INFINITY,
+        complementarity: f64::INFINITY,
+    };
+    let mut out = AdmmOutcome {
+        x: vec![0.0; n],
+        z: vec![0.0; m],
+        impulses: vec![ContactImpulse::default(); contacts.len()],
+        normal: vec![0.0; contacts.len()],
+        friction: vec![Vector3::zeros(); contacts.len()],
+        iterations: 0,
+        factorisations: 0,
+        certificate: unsolved,
+        solved: false,
+    };
+    let Some(mut factor) = Factor::new(qp, DENSE_FACTOR_MAX) else { return out };
+    let inv_mass = factor.inv_mass().to_vec();
+    let mut sigma = SIGMA_START;
+    let mut rho = penalties(&cq.cones, &inv_mass, sigma);
+    factor.set_rho(rho.clone());
+    let active = vec![true; m];
+
+    // x₀ = (2M)⁻¹(p + Σ_k J_kᵀΛ_k) from the previous percussions Λ (reaction and κ damping),
+    // then z₀ = D⁻¹(Λ + K J x₀) (the reaction part), projected onto K, and
+    // s₀ = Π_K(Cx₀ − r): when Λ is this step's answer, so is (x₀, z₀, s₀).
+    let mut total = qp.p.clone();
+    for (c, w) in contacts.iter().zip(initial) {
+        let f = c.normal * w.normal + w.tangential;
+        let mut push = |b: usize, sign: f64| {
+            let o = 6 * b;
+            let t = (c.point - bodies[b].pos).cross(&f);
+            for a in 0..3 {
+                total[o + a] += sign * f[a];
+                total[o + 3 + a] += sign * t[a];
+            }
+        };
+        push(c.i, 1.0);
+        if let Some(j) = c.j {
+            push(j, -1.0);
+        }
+    }
+    let mut x = vec![0.0; n];
+    for (b, body) in bodies.iter().enumerate() {
+        let o = 6 * b;
+        for a in 0..3 {
+            x[o + a] = total[o + a] / (2.0 * body.mass);
+        }
+        let inv = (body.inertia * 2.0).try_inverse().unwrap_or_else(Matrix3::zeros);
+        let ang = inv * Vector3::new(total[o + 3], total[o + 4], total[o + 5]);
+        x[o + 3..o + 6].copy_from_slice(ang.as_slice());
+    }
+    let mut z = vec![0.0; m];
+    for (k, ((c, &row), w)) in contacts.iter().zip(&cq.normal_rows).zip(initial).enumerate() {
+        let basis = cq.tangents[k];
+        let y = contact_velocity(bodies, c, basis, &x);
+        z[row] = w.normal + c.kappa_n * y.x;
+        if cq.mu[k] > 0.0 {
+            z[row + 1] = (w.tangential.dot(&basis.0) + c.kappa_t * y.y) / cq.mu[k];
+            z[row + 2] = (w.tangential.dot(&basis.1) + c.kappa_t * y.z) / cq.mu[k];
+        }
+    }
+    project(&cq.cones, &mut z);
+    let mut s: Vec<f64> = qp.c_mul(&x).iter().zip(&qp.r).map(|(a, b)| a - b).collect();
+    project(&cq.cones, &mut s);
+
+    let mut s_acc = s.clone();
+    let mut z_acc = z.clone();
+    let encode = |s: &[f64], z: &[f64], rho: &[f64]| -> Vec<f64> {
+        let mut u = vec![0.0; 2 * m];
+        for k in 0..m {
+            let r = rho[k].sqrt();
+            u[k] = r * s[k];
+            u[m + k] = z[k] / r;
+        }
+        u
+    };
+    let mut input = encode(&s, &z, &rho);
+    let mut aa = Anderson::new();
+    let mut best_f = f64::INFINITY;
+    let mut certificate = unsolved;
+    let mut next_check = 1;
+    let mut last_adapt = 0;
+    let mut rhs_z = vec![0.0; m];
+    let mut v = vec![0.0; m];
+    let mut it = 0;
+    let mut factorisations = 0u32;
+    let mut failed = false;
+    while it < max_iterations {
+        // x-update.
+        let (zi, si) = if ANDERSON_MEMORY > 0 { (&z_acc, &s_acc) } else { (&z, &s) };
+        for ((t, zk), ((rk, sk), pk)) in rhs_z.iter_mut().zip(zi).zip(rho.iter().zip(si).zip(&qp.r))
+        {
+            *t = zk + rk * (sk + pk);
+        }
+        let mut rhs = qp.ct_mul(&rhs_z);
+        for (a, p) in rhs.iter_mut().zip(&qp.p) {
+            *a += p;
+        }
+        if it == 0 || it == last_adapt {
+            factorisations += 1;
+        }
+        if !factor.solve(&active, &mut rhs) {
+            failed = true;
+            break;
+        }
+        x = rhs;
+        // s- and z-updates.
+        let cx = qp.c_mul(&x);
+        for k in 0..m {
+            let w = ALPHA * (cx[k] - qp.r[k]) + (1.0 - ALPHA) * si[k];
+            v[k] = w - zi[k] / rho[k];
+        }
+        s.copy_from_slice(&v);
+        project(&cq.cones, &mut s);
+        for k in 0..m {
+            z[k] = rho[k] * (s[k] - v[k]);
+        }
+        // Anderson acceleration of the map (s, z) → (s⁺, z⁺), in the coordinates
+        // (√ρ s, z/√ρ) where both parts have one scale.
+        if ANDERSON_MEMORY > 0 {
+            let mut g = vec![0.0; 2 * m];
+            for k in 0..m {
+                let r = rho[k].sqrt();
+                g[k] = r * s[k];
+                g[m + k] = z[k] / r;
+            }
+            let f: Vec<f64> = g.iter().zip(&input).map(|(a, b)| a - b).collect();
+            let fnorm = f.iter().map(|a| a * a).sum::<f64>().sqrt();
+            if fnorm > 10.0 * best_f {
+                aa.clear();
+            }
+            best_f = best_f.min(fnorm);
+            aa.step(f, g, &mut input);
+            for k in 0..m {
+                let r = rho[k].sqrt();
+                s_acc[k] = input[k] / r;
+                z_acc[k] = input[m + k] * r;
+            }
+        }
+        it += 1;
+        if it == next_check || it == max_iterations {
+            next_check = if it < 8 { 2 * it } else { it + 10 };
+            certificate = certify(qp, &cq.cones, &x, &z);
+            if certificate.holds(tolerance) {
+                break;
+            }
+            // Balance the residuals: a large primal residual asks for a stiffer penalty.
+            if it >= last_adapt + ADAPT_EVERY {
+                let ratio = (certificate.primal.max(certificate.complementarity)
+                    / certificate.stationarity.max(1e-300))
+                .sqrt();
+                if !(1.0 / ADAPT_RATIO..=ADAPT_RATIO).contains(&ratio) && ratio.is_finite() {
+                    let new = (sigma * ratio).clamp(SIGMA_RANGE.0, SIGMA_RANGE.1);
+                    if new != sigma {
+                        sigma = new;
+                        rho = penalties(&cq.cones, &inv_mass, sigma);
+                        factor.set_rho(rho.clone());
+                        last_adapt = it;
+                        aa.clear();
+                        best_f = f64::INFINITY;
+                        s_acc.copy_from_slice(&s);
+                        z_acc.copy_from_slice(&z);
+                        input = encode(&s, &z, &rho);
+                    }
+                }
+            }
+        }
+    }
+    out.iterations = it;
+    out.factorisations = factorisations;
+    if failed {
+        return out;
+    }
+    out.solved = certificate.holds(tolerance);
+    out.certificate = certificate;
+    for (k, (c, &row)) in contacts.iter().zip(&cq.normal_rows).enumerate() {
+        let mu = cq.mu[k];
+        let basis = cq.tangents[k];
+        let zk = if mu > 0.0 {
+            Vector3::new(z[row], z[row + 1], z[row + 2])
+        } else {
+            Vector3::new(z[row], 0.0, 0.0)
+        };
+        let y = contact_velocity(bodies, c, basis, &x);
+        let dz = Vector3::new(zk.x, mu * zk.y, mu * zk.z);
+        let l = dz - Vector3::new(c.kappa_n, c.kappa_t, c.kappa_t).component_mul(&y);
+        out.impulses[k] = ContactImpulse { normal: l.x, tangential: basis.0 * l.y + basis.1 * l.z };
+        out.normal[k] = zk.x;
+        out.friction[k] = (basis.0 * zk.y + basis.1 * zk.z) * mu;
+    }
+    out.x = x;
+    out.z = z;
+    out
+}
