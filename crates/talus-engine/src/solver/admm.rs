@@ -329,6 +329,7 @@ pub fn solve(
         }
         u
     };
+    let mut sqrt_rho: Vec<f64> = rho.iter().map(|r| r.sqrt()).collect();
     let mut input = encode(&s, &z, &rho);
     let mut aa = Anderson::new();
     let mut best_f = f64::INFINITY;
@@ -374,12 +375,14 @@ pub fn solve(
         // (√ρ s, z/√ρ) where both parts have one scale.
         if ANDERSON_MEMORY > 0 {
             let mut g = vec![0.0; 2 * m];
+            let mut f = vec![0.0; 2 * m];
             for k in 0..m {
-                let r = rho[k].sqrt();
+                let r = sqrt_rho[k];
                 g[k] = r * s[k];
                 g[m + k] = z[k] / r;
+                f[k] = g[k] - input[k];
+                f[m + k] = g[m + k] - input[m + k];
             }
-            let f: Vec<f64> = g.iter().zip(&input).map(|(a, b)| a - b).collect();
             let fnorm = f.iter().map(|a| a * a).sum::<f64>().sqrt();
             if fnorm > 10.0 * best_f {
                 aa.clear();
@@ -387,7 +390,7 @@ pub fn solve(
             best_f = best_f.min(fnorm);
             aa.step(f, g, &mut input);
             for k in 0..m {
-                let r = rho[k].sqrt();
+                let r = sqrt_rho[k];
                 s_acc[k] = input[k] / r;
                 z_acc[k] = input[m + k] * r;
             }
@@ -410,6 +413,7 @@ pub fn solve(
                         sigma = new;
                         rho = penalties(&cq.cones, &inv_mass, sigma);
                         factor.set_rho(rho.clone());
+                        sqrt_rho = rho.iter().map(|r| r.sqrt()).collect();
                         last_adapt = it;
                         aa.clear();
                         best_f = f64::INFINITY;

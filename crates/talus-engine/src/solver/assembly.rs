@@ -117,8 +117,9 @@ impl Qp {
         let c = &self.c;
         let mut y = vec![0.0; c.m];
         for (col, xc) in x.iter().enumerate().take(c.n) {
-            for k in c.colptr[col]..c.colptr[col + 1] {
-                y[c.rowval[k]] += c.nzval[k] * xc;
+            let range = c.colptr[col]..c.colptr[col + 1];
+            for (&row, v) in c.rowval[range.clone()].iter().zip(&c.nzval[range]) {
+                y[row] += v * xc;
             }
         }
         y
@@ -128,9 +129,12 @@ impl Qp {
         let c = &self.c;
         let mut y = vec![0.0; c.n];
         for (col, yc) in y.iter_mut().enumerate() {
-            for k in c.colptr[col]..c.colptr[col + 1] {
-                *yc += c.nzval[k] * lambda[c.rowval[k]];
-            }
+            let range = c.colptr[col]..c.colptr[col + 1];
+            *yc = c.rowval[range.clone()]
+                .iter()
+                .zip(&c.nzval[range])
+                .map(|(&row, v)| v * lambda[row])
+                .sum();
         }
         y
     }
