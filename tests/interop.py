@@ -232,6 +232,28 @@ def with_rasterio(out):
             check(bool(same), f"rasterio {name}: {int(finite.sum())} cells equal to thickness.parquet's {column}")
         except Exception as e:  # noqa: BLE001
             check(False, f"rasterio {name}: {type(e).__name__}: {e}")
+    # Hazard maps: on the DoD grid with its CRS; every trajectory sample's cell was passed
+    # by a block at least that fast (an invariant computed here from trajectories.parquet).
+    traj = pq.read_table(os.path.join(out, "run", "trajectories.parquet"))
+    tx, ty = traj.column("x").to_numpy(), traj.column("y").to_numpy()
+    speed = np.sqrt(sum(traj.column(k).to_numpy() ** 2 for k in ["vx", "vy", "vz"]))
+    bands = {}
+    for name in ["hazard_max_energy.tif", "hazard_max_velocity.tif", "hazard_max_height.tif", "hazard_passes.tif"]:
+        try:
+            with rasterio.open(os.path.join(out, "compare", name)) as r:
+                check(r.crs is not None and r.crs.to_epsg() == 32620 and (r.width, r.height) == (nx, ny), f"rasterio {name}: CRS {r.crs}, {r.width}x{r.height}")
+                bands[name] = r.read(1).astype("float64")
+        except Exception as e:  # noqa: BLE001
+            check(False, f"rasterio {name}: {type(e).__name__}: {e}")
+    if "hazard_passes.tif" in bands and "hazard_max_velocity.tif" in bands:
+        c = np.floor((tx - x0) / cell).astype(int)
+        r_ = np.floor((ty - y0) / cell).astype(int)
+        inside = (c >= 0) & (c < nx) & (r_ >= 0) & (r_ < ny)
+        rr, cc = ny - 1 - r_[inside], c[inside]
+        passes = bands["hazard_passes.tif"][rr, cc]
+        vmax = bands["hazard_max_velocity.tif"][rr, cc]
+        ok = bool(np.all(passes >= 1) and np.all(vmax >= speed[inside].astype("float32") - 1e-3))
+        check(ok, f"hazard maps: {int(inside.sum())} trajectory samples lie in passed cells at most as fast as the cell's maximum")
 
 
 def main():

@@ -19,6 +19,9 @@ pub struct Config {
     pub figure_height: u32,
     /// Most block trajectories drawn in the plan view (ids evenly spaced), count.
     pub max_trajectories: usize,
+    /// Cell side of the hazard maps when the run has no survey grid (with a survey they
+    /// are on the DoD grid), m.
+    pub hazard_cell_size: f64,
 }
 
 impl Default for Config {
@@ -29,6 +32,7 @@ impl Default for Config {
             figure_width: 1200,
             figure_height: 900,
             max_trajectories: 300,
+            hazard_cell_size: 5.0,
         }
     }
 }
@@ -42,6 +46,9 @@ impl Config {
         }
         if !(self.min_thickness.is_finite() && self.min_thickness >= 0.0) {
             return bad(format!("min_thickness must be >= 0 m, got {}", self.min_thickness));
+        }
+        if !(self.hazard_cell_size.is_finite() && self.hazard_cell_size > 0.0) {
+            return bad(format!("hazard_cell_size must be > 0 m, got {}", self.hazard_cell_size));
         }
         if !(400..=8000).contains(&self.figure_width) || !(300..=8000).contains(&self.figure_height)
         {

@@ -26,6 +26,9 @@
 //!    surveyed outline (thesis Fig. 6.33, made quantitative), energies (thesis Fig.
 //!    6.29/6.30) and a plan view of the trajectories.
 //! 4. **Report** ([`report`]): one HTML file with the figures embedded (base64).
+//! 5. **Hazard maps** ([`hazard`], GeoTIFF): per cell, the maximum kinetic energy,
+//!    velocity and passing height of the blocks, and how many passed, from the
+//!    trajectories.
 
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -35,6 +38,7 @@ pub mod config;
 pub mod deposit;
 pub mod error;
 pub mod figures;
+pub mod hazard;
 pub mod inputs;
 pub mod metrics;
 pub mod report;
@@ -70,8 +74,8 @@ pub struct Summary {
     pub figures: Vec<String>,
     /// The report.
     pub report: PathBuf,
-    /// Every file this run wrote (metrics, thickness map when there is a survey, figures,
-    /// report), in that order; other files of the directory are the user's.
+    /// Every file this run wrote (metrics, thickness map when there is a survey, hazard
+    /// maps, figures, report), in that order; other files of the directory are the user's.
     pub written: Vec<PathBuf>,
 }
 
@@ -95,6 +99,30 @@ impl Outputs {
             report: dir.join(names::REPORT),
         }
     }
+}
+
+/// The hazard maps of the run's trajectories: on the survey's grid when there is one (the
+/// ground from the run's TIN, else the post-event survey), else on a grid of
+/// `hazard_cell_size` over the trajectories (the ground from the TIN, if any). `None`
+/// without trajectories.
+fn hazard_maps(config: &Config, data: &inputs::Data) -> Option<hazard::HazardMap> {
+    let grid = match &data.survey {
+        Some(s) => s.grid,
+        None => hazard::grid_over(&data.trajectories, config.hazard_cell_size)?,
+    };
+    if data.trajectories.x.is_empty() {
+        return None;
+    }
+    let ground = match (&data.terrain, &data.survey) {
+        (Some(t), _) => hazard::ground_from_tin(&grid, t),
+        (None, Some(s)) => s.z_post.clone(),
+        (None, None) => vec![f64::NAN; grid.nx * grid.ny],
+    };
+    let mut mass = std::collections::HashMap::new();
+    for b in [&data.initial_blocks, &data.final_blocks] {
+        mass.extend(b.id.iter().copied().zip(b.mass.iter().copied()));
+    }
+    Some(hazard::hazard_map(&grid, &ground, &data.trajectories, &mass))
 }
 
 /// Compare a run with its survey (if any) and write metrics, thickness map, figures and
@@ -140,6 +168,11 @@ pub fn run(
         written.push(out.thickness.clone());
         written.extend(deposit::write_thickness_rasters(out_dir, m, s, data.crs.as_ref())?);
     }
+    progress.start("hazard maps", 0);
+    if let Some(h) = hazard_maps(config, &data) {
+        written.extend(hazard::write_hazard_rasters(out_dir, &h, data.crs.as_ref())?);
+    }
+    progress.finish();
     written.extend(figs.iter().map(|f| f.path.clone()));
     written.push(out.report.clone());
 

@@ -448,6 +448,16 @@ fn outputs_exist_and_report_lists_every_metric() {
         assert!(html.contains(&format!("id=\"fig-{f}\"")), "{f} not embedded");
     }
     assert!(html.contains("data:image/png;base64,"));
+    // The hazard maps, as GeoTIFF rasters next to the thickness rasters.
+    for f in [
+        "hazard_max_energy.tif",
+        "hazard_max_velocity.tif",
+        "hazard_max_height.tif",
+        "hazard_passes.tif",
+    ] {
+        let bytes = std::fs::read(out.join(f)).unwrap();
+        assert_eq!(&bytes[..4], b"II*\0", "{f}");
+    }
     // No temporary files left behind.
     let leftovers: Vec<_> = std::fs::read_dir(out.join("figures"))
         .unwrap()
@@ -477,6 +487,8 @@ fn run_without_survey_lists_deposit_metrics_as_not_applicable() {
     assert!(!out.join("figures/dod.png").exists());
     assert!(out.join("figures/energy_kinetic.png").exists());
     assert!(out.join("figures/trajectories.png").exists());
+    // Without a survey grid the hazard maps are on a grid of their own.
+    assert!(out.join("hazard_passes.tif").exists());
     let json = std::fs::read_to_string(out.join("metrics.json")).unwrap();
     assert!(json.contains("not applicable: no survey"));
 }
@@ -490,6 +502,8 @@ fn same_inputs_give_identical_outputs() {
         "thickness.parquet",
         "metrics.json",
         "figures/deposit.png",
+        "hazard_max_energy.tif",
+        "hazard_passes.tif",
         "report.html",
     ] {
         let (x, y) = (

@@ -101,6 +101,15 @@ pub mod compare {
     pub const THICKNESS_SIMULATED_TIF: &str = "thickness_simulated.tif";
     /// Surveyed deposit thickness as a GeoTIFF (m; NaN where the survey has no data).
     pub const THICKNESS_SURVEYED_TIF: &str = "thickness_surveyed.tif";
+    /// Rockfall hazard map: maximum translational kinetic energy per cell (GeoTIFF, kJ;
+    /// NaN where no block passed).
+    pub const HAZARD_MAX_ENERGY_TIF: &str = "hazard_max_energy.tif";
+    /// Rockfall hazard map: maximum block speed per cell (GeoTIFF, m/s).
+    pub const HAZARD_MAX_VELOCITY_TIF: &str = "hazard_max_velocity.tif";
+    /// Rockfall hazard map: maximum height of a block centre above the ground (GeoTIFF, m).
+    pub const HAZARD_MAX_HEIGHT_TIF: &str = "hazard_max_height.tif";
+    /// Rockfall hazard map: number of blocks that passed over each cell (GeoTIFF).
+    pub const HAZARD_PASSES_TIF: &str = "hazard_passes.tif";
     /// The HTML report.
     pub const REPORT: &str = "report.html";
     /// Directory of the figures (PNG).
