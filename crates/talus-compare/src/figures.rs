@@ -14,6 +14,7 @@
 //! PNGs are drawn into a temporary file beside the destination and renamed into place.
 
 use crate::deposit::ThicknessMap;
+use crate::hazard::HazardMap;
 use crate::inputs::{CELL_SCAR, Data, Grid, Survey, Zone, ZoneKind};
 use crate::{Config, Error};
 use plotters::prelude::*;
@@ -336,6 +337,46 @@ fn dod_figure(config: &Config, s: &Survey, crs: &str, path: &Path) -> Result<(),
         map_furniture(&mut chart, e)?;
         legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         colour_bar(&bar_area, -lim, lim, "dz = z_post - z_pre (m)", diverging)
+    })?)
+}
+
+/// A hazard map: `values` on its grid through `transform` (cells where it gives `None`
+/// are left blank), with the zones' outlines when there is a survey.
+fn hazard_figure(
+    config: &Config,
+    data: &Data,
+    map: &HazardMap,
+    (title, label): (&str, &str),
+    values: &[f64],
+    path: &Path,
+) -> Result<(), Error> {
+    let (xdesc, ydesc) = plan_axes(&crs_label(data));
+    let size = (config.figure_width, config.figure_height);
+    let finite = || values.iter().copied().filter(|v| v.is_finite());
+    let lo = finite().fold(f64::INFINITY, f64::min);
+    let hi = finite().fold(f64::NEG_INFINITY, f64::max);
+    let (lo, hi) = if lo.is_finite() { (lo, hi) } else { (0.0, 1.0) };
+    let span = if hi > lo { hi - lo } else { 1.0 };
+    Ok(draw_png(path, size, |root| {
+        let (map_area, bar_area) = root.split_horizontally(size.0 - 130);
+        let (mut chart, e) = plan_chart(&map_area, title, map.grid.extent(), &xdesc, &ydesc)?;
+        draw_raster(&chart, e, |x, y| {
+            let v = sample(&map.grid, values, x, y)?;
+            v.is_finite().then(|| viridis((v - lo) / span))
+        })?;
+        if let Some(s) = &data.survey {
+            draw_zones(&mut chart, &s.zones, ZoneKind::Scar, SCAR_COLOUR, "scar")?;
+            draw_zones(
+                &mut chart,
+                &s.zones,
+                ZoneKind::Deposit,
+                DEPOSIT_COLOUR,
+                "surveyed deposit",
+            )?;
+            legend(&mut chart, SeriesLabelPosition::UpperRight)?;
+        }
+        map_furniture(&mut chart, e)?;
+        colour_bar(&bar_area, lo, hi, label, viridis)
     })?)
 }
 
@@ -674,6 +715,7 @@ pub fn draw_all(
     config: &Config,
     data: &Data,
     map: Option<&ThicknessMap>,
+    hazard: Option<&HazardMap>,
     dir: &Path,
 ) -> Result<Vec<Figure>, Error> {
     let mut figs = Vec::new();
@@ -746,6 +788,37 @@ pub fn draw_all(
         "The same paths projected on the vertical plane along the flow (from the scar's crown towards the deposit; without a survey, along the blocks' mean displacement), equal scales, over the pre-event (grey) and post-event (brown) ground profiles on the section line.",
     );
     trajectories_figure(config, data, &p, Some(&Section::of(data, map)))?;
+    if let Some(h) = hazard {
+        let p = add(
+            "hazard_energy.png",
+            "Hazard map: maximum kinetic energy",
+            "Per cell, the largest translational kinetic energy ½mv² of a block centre over it, log10 of kJ (hazard_max_energy.tif), from the trajectories walked at a quarter cell between samples; the scale spans four decades (lower values at its bottom colour); blank: no block. Outlines: the scar (black) and the surveyed deposit (magenta). North up; scale bar lower left.",
+        );
+        // Four decades below the largest: a block at rest in its source cell has ~0 kJ.
+        let top = h.max_energy.iter().copied().filter(|v| v.is_finite()).fold(0.0, f64::max);
+        let floor = if top > 0.0 { top.log10() - 4.0 } else { 0.0 };
+        let log: Vec<f64> = h
+            .max_energy
+            .iter()
+            .map(|v| if v.is_finite() { v.max(1e-300).log10().max(floor) } else { f64::NAN })
+            .collect();
+        hazard_figure(
+            config,
+            data,
+            h,
+            ("Maximum kinetic energy", "log10 max energy (kJ)"),
+            &log,
+            &p,
+        )?;
+        let p = add(
+            "hazard_passes.png",
+            "Hazard map: blocks passed",
+            "Per cell, how many blocks passed over it (hazard_passes.tif); blank: none. Outlines as above. North up; scale bar lower left.",
+        );
+        let passes: Vec<f64> =
+            h.passes.iter().map(|&n| if n > 0 { f64::from(n) } else { f64::NAN }).collect();
+        hazard_figure(config, data, h, ("Blocks passed", "blocks per cell"), &passes, &p)?;
+    }
     Ok(figs)
 }
 

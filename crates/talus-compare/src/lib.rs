@@ -160,7 +160,8 @@ pub fn run(
     progress.finish();
 
     progress.start("figures", 0);
-    let figs = figures::draw_all(config, &data, map.as_ref(), &out.figures)?;
+    let hazard = hazard_maps(config, &data);
+    let figs = figures::draw_all(config, &data, map.as_ref(), hazard.as_ref(), &out.figures)?;
     progress.finish();
     report::write(&out.report, site, config, &data, &metrics, &figs)?;
     let mut written = vec![out.metrics_parquet.clone(), out.metrics_json.clone()];
@@ -168,11 +169,9 @@ pub fn run(
         written.push(out.thickness.clone());
         written.extend(deposit::write_thickness_rasters(out_dir, m, s, data.crs.as_ref())?);
     }
-    progress.start("hazard maps", 0);
-    if let Some(h) = hazard_maps(config, &data) {
-        written.extend(hazard::write_hazard_rasters(out_dir, &h, data.crs.as_ref())?);
+    if let Some(h) = &hazard {
+        written.extend(hazard::write_hazard_rasters(out_dir, h, data.crs.as_ref())?);
     }
-    progress.finish();
     written.extend(figs.iter().map(|f| f.path.clone()));
     written.push(out.report.clone());
 

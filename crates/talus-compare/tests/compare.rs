@@ -441,6 +441,8 @@ fn outputs_exist_and_report_lists_every_metric() {
         "energy_dissipation",
         "trajectories",
         "trajectories_side",
+        "hazard_energy",
+        "hazard_passes",
     ] {
         let p = out.join("figures").join(format!("{f}.png"));
         let bytes = std::fs::read(&p).unwrap();
