@@ -1,7 +1,8 @@
 //! End to end: `talus calibrate` on the reduced synthetic site of `tests/pipeline.rs`.
 //!
-//! * a full calibration writes the runs table, `best.toml` and the report; its best row
-//!   is the one with the lowest weighted score recomputed from the table's columns;
+//! * a full calibration writes the runs table, `best.toml`, the report and the hazard
+//!   reach fraction (recomputed here from the members' rasters); its best row is the one
+//!   with the lowest weighted score recomputed from the table's columns;
 //! * the same members run one per process (`--member`, out of order) and collected give
 //!   a byte-identical runs table;
 //! * `--collect` with missing rows names them (`--allow-missing` leaves them out); a bad `[calibrate]` table names the key
@@ -119,6 +120,18 @@ fn calibration_full_and_by_member_agree() {
     assert!(!r.join("shared/seed").exists());
     let html = std::fs::read_to_string(r.join("report.html")).unwrap();
     assert!(html.contains("id=\"fig-sensitivity\"") && html.contains("id=\"member-3\""));
+    // The ensemble's reach fraction is the share of members whose hazard_passes.tif is
+    // non-zero in each cell.
+    let (grid, fraction) = talus_io::geotiff::read(&r.join("hazard_reach_fraction.tif")).unwrap();
+    let mut expected = vec![0.0; fraction.len()];
+    for i in 0..4 {
+        let path = r.join(format!("members/{i:04}/compare/hazard_passes.tif"));
+        let (g, passes) = talus_io::geotiff::read(&path).unwrap();
+        assert_eq!(g, grid);
+        expected.iter_mut().zip(&passes).for_each(|(e, p)| *e += f64::from(*p > 0.0) / 4.0);
+    }
+    assert_eq!(fraction, expected.iter().map(|v| f64::from(*v as f32)).collect::<Vec<_>>());
+    assert!(fraction.contains(&1.0) && fraction.iter().all(|f| (0.0..=1.0).contains(f)));
 
     // One member per process, out of order, then collect: the same table, byte for byte.
     let b = site_dir(SITE);
@@ -156,6 +169,11 @@ fn calibration_full_and_by_member_agree() {
         "runs.parquet differs between a full run and members collected"
     );
     assert_eq!(best_toml, std::fs::read_to_string(rb.join("best.toml")).unwrap());
+    assert!(
+        std::fs::read(r.join("hazard_reach_fraction.tif")).unwrap()
+            == std::fs::read(rb.join("hazard_reach_fraction.tif")).unwrap(),
+        "the reach fraction differs between a full run and members collected"
+    );
 }
 
 #[test]

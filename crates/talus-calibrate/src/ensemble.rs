@@ -374,6 +374,53 @@ impl Ensemble {
         };
         let prov = self.provenance().with_inputs(&paths)?;
         let summary = crate::report::write(&self.out, &collection, &prov, (1200, 900))?;
+        let members: Vec<usize> = rows.iter().map(|r| r.member as usize).collect();
+        if let Some((k, written)) = self.reach_fraction(&members)? {
+            (ctx.log)(&format!("hazard reach fraction of {k} members: {}", written.display()));
+        }
         Ok(Collected { rows, best, summary })
+    }
+
+    /// The fraction of `members` whose blocks passed over each cell, from their
+    /// `compare/hazard_passes.tif` (members without one, e.g. failed runs, are left out),
+    /// written as `hazard_reach_fraction.tif`; `None` when no member has one. Returns the
+    /// number of members counted and the file.
+    fn reach_fraction(&self, members: &[usize]) -> Result<Option<(usize, PathBuf)>, Error> {
+        use talus_schema::file_names::compare::HAZARD_PASSES_TIF;
+        let mut sum: Option<(talus_io::geotiff::GridSpec, Vec<f64>)> = None;
+        let mut counted = 0;
+        let mut crs = None;
+        for &i in members {
+            let compare = self.member_dir(i).join("compare");
+            let path = compare.join(HAZARD_PASSES_TIF);
+            if !path.is_file() {
+                continue;
+            }
+            let (grid, passes) = talus_io::geotiff::read(&path)?;
+            match &mut sum {
+                None => sum = Some((grid, passes.iter().map(|p| f64::from(*p > 0.0)).collect())),
+                Some((g, s)) => {
+                    if *g != grid {
+                        return Err(Error::Ensemble(format!(
+                            "{}: grid {grid:?} differs from the other members' {g:?}",
+                            path.display()
+                        )));
+                    }
+                    s.iter_mut().zip(&passes).for_each(|(a, p)| *a += f64::from(*p > 0.0));
+                }
+            }
+            if crs.is_none() {
+                let metrics = compare.join(talus_schema::file_names::compare::METRICS_PARQUET);
+                crs = talus_io::read_metadata(&metrics)
+                    .ok()
+                    .and_then(|m| talus_io::Provenance::from_metadata(&m).crs);
+            }
+            counted += 1;
+        }
+        let Some((grid, mut fraction)) = sum else { return Ok(None) };
+        fraction.iter_mut().for_each(|f| *f /= counted as f64);
+        let path = self.out.join(names::REACH_FRACTION_TIF);
+        talus_io::geotiff::write(&path, &grid, &fraction, crs.as_ref())?;
+        Ok(Some((counted, path)))
     }
 }

@@ -71,6 +71,37 @@ pub fn write(path: &Path, grid: &GridSpec, values: &[f64], crs: Option<&Crs>) ->
     AtomicFile::write_all(path, bytes.get_ref())
 }
 
+/// Read a raster written by [`write`] (one band of 32-bit floats, north-up, placed by
+/// `ModelPixelScaleTag` and `ModelTiepointTag`): its grid and its values, south row first.
+pub fn read(path: &Path) -> Result<(GridSpec, Vec<f64>)> {
+    let invalid = |message: String| IoError::Invalid { path: path.to_path_buf(), message };
+    let tiff_err = |e: tiff::TiffError| invalid(format!("reading GeoTIFF: {e}"));
+    let file =
+        std::fs::File::open(path).map_err(|e| invalid(format!("cannot open the raster: {e}")))?;
+    let mut dec = tiff::decoder::Decoder::new(std::io::BufReader::new(file)).map_err(tiff_err)?;
+    let (w, h) = dec.dimensions().map_err(tiff_err)?;
+    let scale = dec.get_tag_f64_vec(Tag::Unknown(MODEL_PIXEL_SCALE)).map_err(tiff_err)?;
+    let tie = dec.get_tag_f64_vec(Tag::Unknown(MODEL_TIEPOINT)).map_err(tiff_err)?;
+    if scale.len() < 2 || tie.len() < 6 || scale[0] != scale[1] || tie[0] != 0.0 || tie[1] != 0.0 {
+        return Err(invalid(format!(
+            "not a north-up raster of square cells (pixel scale {scale:?}, tie point {tie:?})"
+        )));
+    }
+    let (nx, ny) = (w as usize, h as usize);
+    let grid = GridSpec { x0: tie[3], y0: tie[4] - ny as f64 * scale[0], cell: scale[0], nx, ny };
+    let tiff::decoder::DecodingResult::F32(px) = dec.read_image().map_err(tiff_err)? else {
+        return Err(invalid("the band is not 32-bit floats".into()));
+    };
+    if px.len() != nx * ny {
+        return Err(invalid(format!("{} pixels for a {nx} x {ny} raster", px.len())));
+    }
+    let mut values = Vec::with_capacity(px.len());
+    for r in (0..ny).rev() {
+        values.extend(px[r * nx..(r + 1) * nx].iter().map(|v| f64::from(*v)));
+    }
+    Ok((grid, values))
+}
+
 /// The GeoKeyDirectory: header (version 1.1.0, key count) and one entry per key
 /// (id, location 0 = value in place, count 1, value).
 fn geo_keys(epsg: Option<u32>) -> Vec<u16> {
@@ -125,5 +156,13 @@ mod tests {
         assert!(px[1].is_nan());
         assert_eq!(&px[3..], &[0.0, 1.0, 2.0]);
         assert!(write(&path, &g, &v[..5], None).is_err());
+        // And back through the reader: the same grid, the same values, south row first.
+        let (g2, v2) = read(&path).unwrap();
+        assert_eq!(g2, g);
+        assert_eq!((v2[0], v2[1], v2[2], v2[3], v2[5]), (0.0, 1.0, 2.0, 3.0, 5.0));
+        assert!(v2[4].is_nan());
+        std::fs::write(&path, b"not a tiff").unwrap();
+        let e = read(&path).unwrap_err().to_string();
+        assert!(e.contains("r.tif"), "{e}");
     }
 }

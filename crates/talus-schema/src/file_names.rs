@@ -134,6 +134,9 @@ pub mod calibrate {
     pub const ROW: &str = "row.parquet";
     /// A member's site file (the site with the member's values).
     pub const MEMBER_SITE: &str = "site.toml";
+    /// Fraction of the members whose blocks reached each cell (GeoTIFF, 0-1; from the
+    /// members' `compare/hazard_passes.tif`).
+    pub const REACH_FRACTION_TIF: &str = "hazard_reach_fraction.tif";
 }
 
 /// The pipeline's record of what ran (JSON), in a run directory.
