@@ -134,7 +134,7 @@ figure_width = 800
 figure_height = 600
 """
 
-GEOPARQUET = ["diff/zones.parquet", "seed/blocks.parquet", "run/final.parquet", "compare/thickness.parquet"]
+GEOPARQUET = ["diff/zones.parquet", "seed/blocks.parquet", "run/final.parquet", "compare/thickness.parquet", "compare/trajectory_lines.parquet"]
 
 
 def with_geopandas(talus, tmp):
@@ -170,6 +170,13 @@ def with_geopandas(talus, tmp):
             if "blocks" in rel or "final" in rel:
                 check(bool(g.geometry.has_z.all()), f"geopandas {rel}: centres carry Z")
                 check(bool((g.geometry.z == g["z"]).all()), f"geopandas {rel}: Z equals the z column")
+            if "trajectory_lines" in rel:
+                lines_3d = bool((g.geometry.geom_type == "LineString").all() and g.geometry.has_z.all())
+                # The 3-D length recomputed by shapely's coordinates equals the column.
+                import numpy as np
+                lengths = [float(np.sum(np.linalg.norm(np.diff(np.asarray(geom.coords), axis=0), axis=1))) for geom in g.geometry]
+                same = bool(np.allclose(lengths, g["length"], rtol=1e-12, atol=1e-9))
+                check(lines_3d and same, f"geopandas {rel}: 3-D lines whose lengths equal the length column")
         except Exception as e:  # noqa: BLE001 - report any reader failure as a check
             check(False, f"geopandas {rel}: {type(e).__name__}: {e}")
         if pyogrio is None:

@@ -29,6 +29,8 @@
 //! 5. **Hazard maps** ([`hazard`], GeoTIFF): per cell, the maximum kinetic energy,
 //!    velocity and passing height of the blocks, and how many passed, from the
 //!    trajectories.
+//! 6. **Trajectory lines** ([`trajectory_lines`], GeoParquet `LineString Z`): each
+//!    block's recorded path, for QGIS.
 
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -42,6 +44,7 @@ pub mod hazard;
 pub mod inputs;
 pub mod metrics;
 pub mod report;
+pub mod trajectory_lines;
 
 pub use config::Config;
 pub use error::Error;
@@ -75,7 +78,7 @@ pub struct Summary {
     /// The report.
     pub report: PathBuf,
     /// Every file this run wrote (metrics, thickness map when there is a survey, hazard
-    /// maps, figures, report), in that order; other files of the directory are the user's.
+    /// maps, trajectory lines, figures, report), in that order; other files of the directory are the user's.
     pub written: Vec<PathBuf>,
 }
 
@@ -171,6 +174,11 @@ pub fn run(
     }
     if let Some(h) = &hazard {
         written.extend(hazard::write_hazard_rasters(out_dir, h, data.crs.as_ref())?);
+    }
+    if !data.trajectories.id.is_empty() {
+        let path = out_dir.join(names::TRAJECTORY_LINES);
+        trajectory_lines::write(&path, &trajectory_lines::lines(&data.trajectories), &prov)?;
+        written.push(path);
     }
     written.extend(figs.iter().map(|f| f.path.clone()));
     written.push(out.report.clone());

@@ -55,6 +55,20 @@ pub fn wkb_point_z(x: f64, y: f64, z: f64) -> Vec<u8> {
     out
 }
 
+/// WKB of a 3D line string (ISO WKB `LineString Z`, type 1002).
+pub fn wkb_linestring_z(points: &[[f64; 3]]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(9 + 24 * points.len());
+    out.push(1u8);
+    out.extend_from_slice(&1002u32.to_le_bytes());
+    out.extend_from_slice(&(points.len() as u32).to_le_bytes());
+    for p in points {
+        for v in p {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+    out
+}
+
 /// WKB of a 2D polygon given as rings (first the exterior, then holes); each ring is
 /// closed here if it is not already.
 pub fn wkb_polygon(rings: &[Vec<[f64; 2]>]) -> Vec<u8> {

@@ -5,6 +5,8 @@
 //! * `thickness.parquet` ([`thickness_schema`]): the simulated and surveyed deposit
 //!   thickness on the DoD grid, one row per cell where either is non-zero or the cell is
 //!   in the scar (GeoParquet 1.1: `geometry` is the cell centre as a WKB point).
+//! * `trajectory_lines.parquet` ([`trajectory_lines_schema`]): one row per block, its
+//!   recorded centre positions as a 3-D line (GeoParquet 1.1, `LineString Z`), for QGIS.
 
 use crate::field;
 use arrow::datatypes::{DataType, Schema};
@@ -83,6 +85,25 @@ pub fn thickness_schema() -> Schema {
             false,
             "WKB",
             "cell centre as a 2D WKB point (GeoParquet)",
+        ),
+    ])
+}
+
+/// Block trajectories as lines, one row per block.
+pub fn trajectory_lines_schema() -> Schema {
+    let f = |n: &str, u: &str, d: &str| field(n, DataType::Float64, false, u, d);
+    Schema::new(vec![
+        field("id", DataType::UInt32, false, "1", "block id"),
+        field("samples", DataType::UInt32, false, "1", "recorded positions on the line"),
+        f("length", "m", "3-D length of the line through the recorded centre positions"),
+        f("drop", "m", "elevation of the first recorded centre minus that of the last"),
+        f("max_speed", "m/s", "largest recorded speed of the centre"),
+        field(
+            "geometry",
+            DataType::Binary,
+            false,
+            "WKB",
+            "the recorded centre positions, in time order, as an ISO WKB LineString Z (GeoParquet)",
         ),
     ])
 }

@@ -97,6 +97,8 @@ pub mod compare {
     pub const METRICS_JSON: &str = "metrics.json";
     /// Thickness maps (GeoParquet).
     pub const THICKNESS: &str = "thickness.parquet";
+    /// Block trajectories as 3-D lines (GeoParquet).
+    pub const TRAJECTORY_LINES: &str = "trajectory_lines.parquet";
     /// Simulated deposit thickness as a GeoTIFF (m; NaN where the survey has no data).
     pub const THICKNESS_SIMULATED_TIF: &str = "thickness_simulated.tif";
     /// Surveyed deposit thickness as a GeoTIFF (m; NaN where the survey has no data).

@@ -73,6 +73,12 @@ pub fn tables() -> Vec<(&'static str, &'static str, &'static str, Schema)> {
             "simulated and surveyed deposit thickness per cell",
             compare::thickness_schema(),
         ),
+        (
+            "compare/trajectory_lines.parquet",
+            "compare",
+            "each block's recorded centre positions as a 3-D line",
+            compare::trajectory_lines_schema(),
+        ),
     ]
 }
 
