@@ -113,6 +113,17 @@ const MARGIN: u32 = 12;
 const XLAB: u32 = 56;
 const YLAB: u32 = 96;
 
+/// The figure height at which a plan chart of `extent` in a panel `panel_width` pixels
+/// wide fills its plotting area (equal scales, no band left empty above and below), at
+/// most `max` and at least 300 pixels.
+fn plan_height(panel_width: u32, extent: [f64; 4], max: u32) -> u32 {
+    let pw = panel_width.saturating_sub(2 * MARGIN + YLAB).max(10) as f64;
+    let (dx, dy) = ((extent[2] - extent[0]).max(1e-9), (extent[3] - extent[1]).max(1e-9));
+    let ph = pw * dy / dx;
+    let h = ph.ceil() as u32 + 2 * MARGIN + XLAB + CAPTION + 12;
+    h.clamp(300, max.max(300))
+}
+
 /// A chart with equal scale on both axes covering `extent`.
 fn plan_chart<'a, 'b>(
     area: &'a Area<'b>,
@@ -413,6 +424,9 @@ fn deposit_figure(
     let pad = 0.08 * (ext[2] - ext[0]).max(ext[3] - ext[1]) + 2.0 * g.cell;
     let ext = [ext[0] - pad, ext[1] - pad, ext[2] + pad, ext[3] + pad];
     let fb = &data.final_blocks;
+    // Two panels side by side: as tall as the extent needs, so that a wide deposit leaves
+    // no empty band below the maps.
+    let size = (size.0, plan_height((size.0 - 130) / 2, ext, size.1));
     Ok(draw_png(path, size, |root| {
         let (maps, bar_area) = root.split_horizontally(size.0 - 130);
         let panels = maps.split_evenly((1, 2));
@@ -824,7 +838,21 @@ pub fn draw_all(
 
 #[cfg(test)]
 mod map_tests {
-    use super::scale_bar_length;
+    use super::{CAPTION, MARGIN, XLAB, YLAB, plan_height, scale_bar_length};
+
+    /// A wide extent gets a figure just tall enough for equal scales; a tall one keeps the
+    /// configured height; never under 300 pixels.
+    #[test]
+    fn plan_height_fits_the_extent() {
+        let frame = 2 * MARGIN + XLAB + CAPTION + 12;
+        let pw = 535 - (2 * MARGIN + YLAB);
+        let wide = [0.0, 0.0, 400.0, 300.0];
+        let h = plan_height(535, wide, 900);
+        assert_eq!(h, (pw as f64 * 0.75).ceil() as u32 + frame);
+        assert!(h < 900);
+        assert_eq!(plan_height(535, [0.0, 0.0, 100.0, 1000.0], 900), 900);
+        assert_eq!(plan_height(535, [0.0, 0.0, 1000.0, 1.0], 900), 300);
+    }
 
     #[test]
     fn scale_bars_are_round_and_at_most_a_quarter_of_the_map() {
