@@ -188,6 +188,34 @@ def with_geopandas(talus, tmp):
         except Exception as e:  # noqa: BLE001
             check(False, f"GDAL {rel}: {type(e).__name__}: {e}")
     with_rasterio(out)
+    with_laspy_fields(out)
+
+
+def with_laspy_fields(out):
+    """diff/m3c2.laz and c2c.laz: laspy sees the scalar fields, equal to the Parquet tables."""
+    try:
+        import laspy
+        import numpy as np
+        import pyarrow.parquet as pq
+    except ImportError as e:
+        print(f"skip LAS scalar-field checks: {e}")
+        return
+    for laz, table, fields in [
+        ("m3c2.laz", "m3c2.parquet", ["m3c2_distance", "m3c2_uncertainty"]),
+        ("c2c.laz", "c2c.parquet", ["c2c_distance", "c2c_dz", "c2c_plane_distance"]),
+    ]:
+        try:
+            las = laspy.read(os.path.join(out, "diff", laz))
+            t = pq.read_table(os.path.join(out, "diff", table))
+            names = list(las.point_format.extra_dimension_names)
+            check(all(f in names for f in fields), f"laspy {laz}: scalar fields {names}")
+            same = len(las.points) == t.num_rows and all(
+                np.array_equal(np.asarray(las[f]), t.column(f).to_numpy(), equal_nan=True) for f in fields
+            )
+            near = bool(np.max(np.abs(np.asarray(las.x) - t.column("x").to_numpy()), initial=0.0) <= 5e-4)
+            check(same and near, f"laspy {laz}: {len(las.points)} points, fields equal to {table}'s")
+        except Exception as e:  # noqa: BLE001
+            check(False, f"laspy {laz}: {type(e).__name__}: {e}")
 
 
 def with_rasterio(out):

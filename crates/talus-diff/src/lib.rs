@@ -255,7 +255,7 @@ fn median(v: &mut [f64]) -> f64 {
 }
 
 /// The output files of a run in `out_dir`.
-pub fn output_paths(out_dir: &Path) -> [PathBuf; 8] {
+pub fn output_paths(out_dir: &Path) -> [PathBuf; 10] {
     talus_schema::file_names::in_dir(out_dir, talus_schema::file_names::diff::ALL)
 }
 

@@ -89,6 +89,10 @@ pub(crate) fn write_all(
             talus_io::geotiff::write(path, &g, values, crs)?;
             written.push(path);
         }
+        // The point results as LAZ with scalar fields, for CloudCompare.
+        write_point_fields(&paths[8], &paths[9], r, crs)?;
+        written.push(&paths[8]);
+        written.push(&paths[9]);
         Ok(())
     })();
     if result.is_err() {
@@ -170,6 +174,74 @@ fn write_m3c2(path: &Path, r: &DiffResult, base: &Provenance) -> Result<(), Erro
             Arc::new(UInt8Array::from_iter_values(s.iter().map(|r| r.flag))),
         ]
     })
+}
+
+/// `m3c2.laz` (core points) and `c2c.laz` (post-event points) with their distances as
+/// extra-bytes scalar fields.
+fn write_point_fields(
+    m3c2_path: &Path,
+    c2c_path: &Path,
+    r: &DiffResult,
+    crs: Option<&Crs>,
+) -> Result<(), Error> {
+    use talus_io::las_fields::{Field, write};
+    let m = &r.m3c2;
+    let col = |f: fn(&crate::m3c2::M3c2Row) -> f64| m.iter().map(f).collect::<Vec<f64>>();
+    let (distance, uncertainty) = (col(|r| r.distance), col(|r| r.uncertainty));
+    let (significant, flag) =
+        (col(|r| f64::from(u8::from(r.significant))), col(|r| f64::from(r.flag)));
+    let cores: Vec<[f64; 3]> = m.iter().map(|r| r.core).collect();
+    write(
+        m3c2_path,
+        &cores,
+        &[
+            Field {
+                name: "m3c2_distance",
+                description: "post - pre along normal (m)",
+                values: &distance,
+            },
+            Field {
+                name: "m3c2_uncertainty",
+                description: "level of detection LoD95 (m)",
+                values: &uncertainty,
+            },
+            Field {
+                name: "m3c2_significant",
+                description: "1: |distance| > LoD95",
+                values: &significant,
+            },
+            Field {
+                name: "m3c2_flag",
+                description: "0 valid, else why not computed",
+                values: &flag,
+            },
+        ],
+        crs,
+    )?;
+    let c = &r.c2c;
+    let col = |f: fn(&crate::c2c::C2cRow) -> f64| c.iter().map(f).collect::<Vec<f64>>();
+    let (distance, dz, plane) =
+        (col(|r| r.distance), col(|r| r.delta[2]), col(|r| r.plane_distance));
+    let points: Vec<[f64; 3]> = c.iter().map(|r| r.point).collect();
+    write(
+        c2c_path,
+        &points,
+        &[
+            Field {
+                name: "c2c_distance",
+                description: "3D distance to nearest pre (m)",
+                values: &distance,
+            },
+            Field { name: "c2c_dz", description: "vertical part of that offset (m)", values: &dz },
+            Field {
+                name: "c2c_plane_distance",
+                description: "signed, to local pre plane (m)",
+                values: &plane,
+            },
+        ],
+        crs,
+    )?;
+    Ok(())
 }
 
 fn write_c2c(path: &Path, r: &DiffResult, base: &Provenance) -> Result<(), Error> {

@@ -23,6 +23,7 @@ pub mod crs;
 pub mod error;
 pub mod geo;
 pub mod geotiff;
+pub mod las_fields;
 pub mod lock;
 pub mod parquet_io;
 pub mod points;

@@ -43,8 +43,15 @@ pub mod diff {
     pub const LOD_TIF: &str = "lod.tif";
     /// The significance mask as a GeoTIFF (1: |dz| > LoD, 0: not, NaN: no dz).
     pub const SIGNIFICANT_TIF: &str = "significant.tif";
+    /// The M3C2 core points as LAZ with `m3c2_distance`, `m3c2_uncertainty`,
+    /// `m3c2_significant` (1/0) and `m3c2_flag` as extra-bytes scalar fields (CloudCompare).
+    pub const M3C2_LAZ: &str = "m3c2.laz";
+    /// The post-event points as LAZ with `c2c_distance`, `c2c_dz` and `c2c_plane_distance`
+    /// as extra-bytes scalar fields.
+    pub const C2C_LAZ: &str = "c2c.laz";
     /// Every file, in the order the pipeline records them.
-    pub const ALL: [&str; 8] = [DOD, ZONES, M3C2, C2C, SUMMARY, DOD_TIF, LOD_TIF, SIGNIFICANT_TIF];
+    pub const ALL: [&str; 10] =
+        [DOD, ZONES, M3C2, C2C, SUMMARY, DOD_TIF, LOD_TIF, SIGNIFICANT_TIF, M3C2_LAZ, C2C_LAZ];
 }
 
 /// `talus terrain`.
