@@ -109,13 +109,13 @@ impl Outputs {
 /// `hazard_cell_size` over the trajectories (the ground from the TIN, if any). `None`
 /// without trajectories.
 fn hazard_maps(config: &Config, data: &inputs::Data) -> Option<hazard::HazardMap> {
+    if data.trajectories.x.is_empty() {
+        return None;
+    }
     let grid = match &data.survey {
         Some(s) => s.grid,
         None => hazard::grid_over(&data.trajectories, config.hazard_cell_size)?,
     };
-    if data.trajectories.x.is_empty() {
-        return None;
-    }
     let ground = match (&data.terrain, &data.survey) {
         (Some(t), _) => hazard::ground_from_tin(&grid, t),
         (None, Some(s)) => s.z_post.clone(),

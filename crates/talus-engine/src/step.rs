@@ -439,42 +439,29 @@ pub fn step_with_friction(
                     let nl = nlgs::solve(&cq, bodies, jc, &initial, tolerance, max_sweeps);
                     sweeps = nl.sweeps;
                     spent += nl.sweeps;
-                    if nl.solved {
-                        accepted = Some((
-                            SolverUsed::Nlgs,
-                            nl.x,
-                            nl.normal,
-                            nl.friction,
-                            nl.impulses,
-                            nl.certificate,
-                        ));
+                    if nl.solution.solved {
+                        accepted = Some((SolverUsed::Nlgs, nl.solution));
                     }
                 }
                 if accepted.is_none() && admm_iterations > 0 && !jc.is_empty() {
                     let ad = admm::solve(&cq, bodies, jc, &initial, tolerance, admm_iterations);
                     spent += ad.iterations;
-                    if ad.solved {
-                        accepted = Some((
-                            SolverUsed::Admm,
-                            ad.x,
-                            ad.normal,
-                            ad.friction,
-                            ad.impulses,
-                            ad.certificate,
-                        ));
+                    if ad.solution.solved {
+                        accepted = Some((SolverUsed::Admm, ad.solution));
                     }
                 }
                 match accepted {
-                    Some((solver, x, normal, friction, imp, cert)) => {
-                        tangential = friction;
-                        impulses = Some(imp);
+                    Some((solver, sol)) => {
+                        let cert = sol.certificate;
+                        tangential = sol.friction;
+                        impulses = Some(sol.impulses);
                         nlgs_certificate = Some(cert);
                         if frictional {
                             cones = Some(cq);
                         }
                         QpOutcome {
-                            lambda: normal,
-                            x,
+                            lambda: sol.normal,
+                            x: sol.x,
                             status: QpStatus::Solved,
                             solved: true,
                             iterations: spent,

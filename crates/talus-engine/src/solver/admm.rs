@@ -38,7 +38,7 @@
 use crate::solver::assembly::{JumpBody, JumpContact};
 use crate::solver::certificate::{Certificate, certify};
 use crate::solver::friction::ConeQp;
-use crate::solver::nlgs::ContactImpulse;
+use crate::solver::nlgs::{ContactImpulse, ContactSolution};
 use crate::solver::warm::{DENSE_FACTOR_MAX, Factor};
 use clarabel::solver::SupportedConeT;
 use nalgebra::{DMatrix, DVector, Matrix3, Vector3};
@@ -144,24 +144,11 @@ impl Anderson {
 /// The outcome of a solve.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AdmmOutcome {
-    /// x = (u⁺ + u⁻)/2.
-    pub x: Vec<f64>,
-    /// Dual z in the rows of the conic program.
-    pub z: Vec<f64>,
-    /// Total percussion Λ of each contact (for the next step's warm start).
-    pub impulses: Vec<ContactImpulse>,
-    /// Normal reaction λ_N = z₀ of each contact, N s.
-    pub normal: Vec<f64>,
-    /// Friction percussion μ(z₁t₁ + z₂t₂) of each contact (world), N s.
-    pub friction: Vec<Vector3<f64>>,
+    pub solution: ContactSolution,
     /// Iterations done.
     pub iterations: u32,
     /// Numeric factorisations of H + CᵀPC.
     pub factorisations: u32,
-    /// Certificate of (x, z).
-    pub certificate: Certificate,
-    /// Whether the certificate holds to the tolerance.
-    pub solved: bool,
 }
 
 /// Project `v` onto the cones, in place.
@@ -258,15 +245,17 @@ pub fn solve(
         complementarity: f64::INFINITY,
     };
     let mut out = AdmmOutcome {
-        x: vec![0.0; n],
-        z: vec![0.0; m],
-        impulses: vec![ContactImpulse::default(); contacts.len()],
-        normal: vec![0.0; contacts.len()],
-        friction: vec![Vector3::zeros(); contacts.len()],
+        solution: ContactSolution {
+            x: vec![0.0; n],
+            z: vec![0.0; m],
+            impulses: vec![ContactImpulse::default(); contacts.len()],
+            normal: vec![0.0; contacts.len()],
+            friction: vec![Vector3::zeros(); contacts.len()],
+            certificate: unsolved,
+            solved: false,
+        },
         iterations: 0,
         factorisations: 0,
-        certificate: unsolved,
-        solved: false,
     };
     let Some(mut factor) = Factor::new(qp, DENSE_FACTOR_MAX) else { return out };
     let inv_mass = factor.inv_mass().to_vec();
@@ -430,8 +419,8 @@ pub fn solve(
     if failed {
         return out;
     }
-    out.solved = certificate.holds(tolerance);
-    out.certificate = certificate;
+    out.solution.solved = certificate.holds(tolerance);
+    out.solution.certificate = certificate;
     for (k, (c, &row)) in contacts.iter().zip(&cq.normal_rows).enumerate() {
         let mu = cq.mu[k];
         let basis = cq.tangents[k];
@@ -443,11 +432,12 @@ pub fn solve(
         let y = contact_velocity(bodies, c, basis, &x);
         let dz = Vector3::new(zk.x, mu * zk.y, mu * zk.z);
         let l = dz - Vector3::new(c.kappa_n, c.kappa_t, c.kappa_t).component_mul(&y);
-        out.impulses[k] = ContactImpulse { normal: l.x, tangential: basis.0 * l.y + basis.1 * l.z };
-        out.normal[k] = zk.x;
-        out.friction[k] = (basis.0 * zk.y + basis.1 * zk.z) * mu;
+        out.solution.impulses[k] =
+            ContactImpulse { normal: l.x, tangential: basis.0 * l.y + basis.1 * l.z };
+        out.solution.normal[k] = zk.x;
+        out.solution.friction[k] = (basis.0 * zk.y + basis.1 * zk.z) * mu;
     }
-    out.x = x;
-    out.z = z;
+    out.solution.x = x;
+    out.solution.z = z;
     out
 }

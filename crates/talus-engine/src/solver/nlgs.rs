@@ -69,9 +69,10 @@ pub struct ContactImpulse {
     pub tangential: Vector3<f64>,
 }
 
-/// The outcome of a solve.
+/// A solution of the jump's conic program in contact space, as NLGS and ADMM
+/// ([`crate::solver::admm`]) return it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct NlgsOutcome {
+pub struct ContactSolution {
     /// x = (u⁺ + u⁻)/2.
     pub x: Vec<f64>,
     /// Dual z in the rows of the conic program.
@@ -82,14 +83,20 @@ pub struct NlgsOutcome {
     pub normal: Vec<f64>,
     /// Friction percussion μ(z₁t₁ + z₂t₂) of each contact (world), N s.
     pub friction: Vec<Vector3<f64>>,
-    /// Sweeps done.
-    pub sweeps: u32,
-    /// Equality-constrained QPs solved by the polish.
-    pub polishes: u32,
     /// Certificate of (x, z).
     pub certificate: Certificate,
     /// Whether the certificate holds to the tolerance.
     pub solved: bool,
+}
+
+/// The outcome of a solve.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NlgsOutcome {
+    pub solution: ContactSolution,
+    /// Sweeps done.
+    pub sweeps: u32,
+    /// Equality-constrained QPs solved by the polish.
+    pub polishes: u32,
 }
 
 struct Row {
@@ -646,15 +653,17 @@ pub fn solve(
         .map(|(r, zk)| (r.tangents.0 * zk.y + r.tangents.1 * zk.z) * r.mu)
         .collect();
     NlgsOutcome {
-        z: z_rows(&z),
-        x,
-        impulses,
-        normal,
-        friction,
+        solution: ContactSolution {
+            z: z_rows(&z),
+            x,
+            impulses,
+            normal,
+            friction,
+            certificate,
+            solved,
+        },
         sweeps,
         polishes,
-        certificate,
-        solved,
     }
 }
 

@@ -117,6 +117,33 @@ fn random_island(
     (bodies, contacts, mu)
 }
 
+/// Random case `case` of the agreement tests: an island of 1 + case % 6 bodies, with
+/// friction when `case` is odd, its conic program, and Clarabel's answer at 1e-10.
+fn random_case(
+    rng: &mut ChaCha8Rng,
+    case: usize,
+) -> (Vec<JumpBody>, Vec<JumpContact>, friction::ConeQp, friction::ConeOutcome) {
+    let (bodies, contacts, mut mu) = random_island(rng, 1 + case % 6, 10.0);
+    if case.is_multiple_of(2) {
+        mu.iter_mut().for_each(|m| *m = 0.0);
+    }
+    let base = assemble(&bodies, &contacts, G * 0.01);
+    let fr: Vec<ContactFriction> = mu
+        .iter()
+        .map(|&mu| ContactFriction { mu, credit: rng.random_range(0.0..0.05) * mu })
+        .collect();
+    let cq = friction::assemble_cones(&base, &bodies, &contacts, &fr);
+    let reference = friction::solve(&cq, 1e-10, 200);
+    assert_eq!(reference.outcome.status, QpStatus::Solved, "case {case}: Clarabel");
+    (bodies, contacts, cq, reference)
+}
+
+/// ‖x − x_ref‖∞ / ‖x_ref‖∞.
+fn relative_x_error(x: &[f64], reference: &[f64]) -> f64 {
+    let scale = reference.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    x.iter().zip(reference).fold(0.0f64, |m, (a, b)| m.max((a - b).abs())) / scale
+}
+
 /// On random islands of 1-6 bodies (masses within a factor 10): without friction NLGS (with
 /// its polish) certifies every island at 1e-11 and agrees with Clarabel at 1e-10 to 1e-5 in
 /// x; with friction, every island it certifies agrees likewise (the others fall back to
@@ -128,22 +155,10 @@ fn nlgs_agrees_with_clarabel_on_random_islands() {
     let mut worst: f64 = 0.0;
     let (mut certified, mut frictional) = (0, 0);
     for case in 0..120 {
-        let n = 1 + case % 6;
         let with_friction = case % 2 == 1;
-        let (bodies, contacts, mut mu) = random_island(&mut rng, n, 10.0);
-        if !with_friction {
-            mu.iter_mut().for_each(|m| *m = 0.0);
-        }
-        let base = assemble(&bodies, &contacts, G * 0.01);
-        let fr: Vec<ContactFriction> = mu
-            .iter()
-            .map(|&mu| ContactFriction { mu, credit: rng.random_range(0.0..0.05) * mu })
-            .collect();
-        let cq = friction::assemble_cones(&base, &bodies, &contacts, &fr);
-        let reference = friction::solve(&cq, 1e-10, 200);
-        assert_eq!(reference.outcome.status, QpStatus::Solved, "case {case}: Clarabel");
+        let (bodies, contacts, cq, reference) = random_case(&mut rng, case);
         let cold = vec![ContactImpulse::default(); contacts.len()];
-        let o = nlgs::solve(&cq, &bodies, &contacts, &cold, 1e-11, 2000);
+        let o = nlgs::solve(&cq, &bodies, &contacts, &cold, 1e-11, 2000).solution;
         assert_eq!(certify(&cq.qp, &cq.cones, &o.x, &o.z), o.certificate);
         if with_friction {
             frictional += 1;
@@ -154,10 +169,7 @@ fn nlgs_agrees_with_clarabel_on_random_islands() {
             continue;
         }
         certified += 1;
-        let scale = reference.outcome.x.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        let err =
-            o.x.iter().zip(&reference.outcome.x).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()))
-                / scale;
+        let err = relative_x_error(&o.x, &reference.outcome.x);
         worst = worst.max(err);
         let mut zr = vec![0.0; cq.qp.m()];
         for (k, &row) in cq.normal_rows.iter().enumerate() {
@@ -191,10 +203,10 @@ fn warm_start_at_the_answer_needs_one_sweep() {
         mu.iter().map(|&mu| ContactFriction { mu, credit: 0.0 }).collect();
     let cq = friction::assemble_cones(&base, &bodies, &contacts, &fr);
     let cold = vec![ContactImpulse::default(); contacts.len()];
-    let first = nlgs::solve(&cq, &bodies, &contacts, &cold, 1e-11, 50_000);
+    let first = nlgs::solve(&cq, &bodies, &contacts, &cold, 1e-11, 50_000).solution;
     assert!(first.solved);
     let again = nlgs::solve(&cq, &bodies, &contacts, &first.impulses, 1e-9, 50_000);
-    assert!(again.solved && again.sweeps == 1, "{} sweeps", again.sweeps);
+    assert!(again.solution.solved && again.sweeps == 1, "{} sweeps", again.sweeps);
 }
 
 /// Closed forms through the contact-space solver: rest on a slope under the friction
@@ -382,36 +394,21 @@ fn admm_agrees_with_clarabel_on_random_islands() {
     let mut iterations = Vec::new();
     let mut at_once = 0;
     for case in 0..120 {
-        let n = 1 + case % 6;
-        let with_friction = case % 2 == 1;
-        let (bodies, contacts, mut mu) = random_island(&mut rng, n, 10.0);
-        if !with_friction {
-            mu.iter_mut().for_each(|m| *m = 0.0);
-        }
-        let base = assemble(&bodies, &contacts, G * 0.01);
-        let fr: Vec<ContactFriction> = mu
-            .iter()
-            .map(|&mu| ContactFriction { mu, credit: rng.random_range(0.0..0.05) * mu })
-            .collect();
-        let cq = friction::assemble_cones(&base, &bodies, &contacts, &fr);
-        let reference = friction::solve(&cq, 1e-10, 200);
-        assert_eq!(reference.outcome.status, QpStatus::Solved, "case {case}: Clarabel");
+        let (bodies, contacts, cq, reference) = random_case(&mut rng, case);
         let cold = vec![ContactImpulse::default(); contacts.len()];
-        let o = admm::solve(&cq, &bodies, &contacts, &cold, 1e-9, 20_000);
+        let ad = admm::solve(&cq, &bodies, &contacts, &cold, 1e-9, 20_000);
+        iterations.push(ad.iterations);
+        let o = ad.solution;
         assert!(o.solved, "case {case}: not certified: {:?}", o.certificate);
         assert_eq!(certify(&cq.qp, &cq.cones, &o.x, &o.z), o.certificate);
-        iterations.push(o.iterations);
-        let scale = reference.outcome.x.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        let err =
-            o.x.iter().zip(&reference.outcome.x).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()))
-                / scale;
+        let err = relative_x_error(&o.x, &reference.outcome.x);
         worst = worst.max(err);
         assert!(err < 1e-5, "case {case}: ‖Δx‖∞/‖x‖∞ = {err}; ADMM {:?}", o.certificate);
         // The percussions it returns are the answer (to 1e-9): a warm start there is
         // certified at 1e-8 by the first or second check.
         let again = admm::solve(&cq, &bodies, &contacts, &o.impulses, 1e-8, 20_000);
         assert!(
-            again.solved && again.iterations <= 2,
+            again.solution.solved && again.iterations <= 2,
             "case {case}: {} iterations from the answer",
             again.iterations
         );
