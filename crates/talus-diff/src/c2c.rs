@@ -36,10 +36,23 @@ pub fn c2c(pre: &Cloud, post: &[[f64; 3]], plane_neighbours: u32) -> Vec<C2cRow>
 }
 
 fn plane_distance(pre: &Cloud, p: &[f64; 3], k: NonZero<usize>) -> f64 {
+    match plane_fit(pre, p, k) {
+        Some((nv, centroid)) => nv.dot(&(Vector3::from(*p) - centroid)),
+        None => f64::NAN,
+    }
+}
+
+/// Least-squares plane through the `k` nearest `pre` points of `p`: its unit normal
+/// (oriented up) and the neighbours' centroid; `None` with fewer than 3 neighbours.
+pub fn plane_fit(
+    pre: &Cloud,
+    p: &[f64; 3],
+    k: NonZero<usize>,
+) -> Option<(Vector3<f64>, Vector3<f64>)> {
     let nbrs = pre.tree().query(p).nearest_n::<SquaredEuclidean<f64>>(k).execute();
     let n = nbrs.len();
     if n < 3 {
-        return f64::NAN;
+        return None;
     }
     let (mut s, mut ss) = (Vector3::<f64>::zeros(), Matrix3::<f64>::zeros());
     for r in &nbrs {
@@ -56,6 +69,5 @@ fn plane_distance(pre: &Cloud, p: &[f64; 3], k: NonZero<usize>) -> f64 {
     if nv[2] < 0.0 {
         nv = -nv;
     }
-    // p - centroid, centroid = p + m
-    -nv.dot(&m)
+    Some((nv, Vector3::from(*p) + m))
 }

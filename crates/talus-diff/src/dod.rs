@@ -188,10 +188,23 @@ pub struct Dod {
 
 /// Difference two gridded surveys.
 pub fn difference(grid: Grid, pre: &[[f64; 3]], post: &[[f64; 3]], cfg: &DodConfig) -> Dod {
+    difference_registered(grid, pre, post, cfg, 0.0)
+}
+
+/// [`difference`] of surveys co-registered with an RMS residual `registration_rms` (m),
+/// which adds `registration_rms^2` to every cell's systematic variance.
+pub fn difference_registered(
+    grid: Grid,
+    pre: &[[f64; 3]],
+    post: &[[f64; 3]],
+    cfg: &DodConfig,
+    registration_rms: f64,
+) -> Dod {
     let s_pre = surface(&grid, pre, cfg);
     let s_post = surface(&grid, post, cfg);
     let z_score = normal_quantile(0.5 + 0.5 * cfg.confidence);
-    let systematic_var = cfg.pre_accuracy.powi(2) + cfg.post_accuracy.powi(2);
+    let systematic_var =
+        cfg.pre_accuracy.powi(2) + cfg.post_accuracy.powi(2) + registration_rms.powi(2);
     let m = grid.len();
     let (mut dz, mut dz_error, mut lod) = (vec![f64::NAN; m], vec![f64::NAN; m], vec![f64::NAN; m]);
     let mut significant = vec![false; m];

@@ -25,13 +25,16 @@ pub mod dod;
 pub mod error;
 pub mod m3c2;
 mod output;
+pub mod register;
 pub mod zones;
 
 pub use config::Config;
 pub use dod::{Dod, Grid};
 pub use error::Error;
+pub use register::{Registration, RegistrationStatus};
 pub use zones::{Volume, Zone, ZoneKind};
 
+use rayon::prelude::*;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use talus_io::{Crs, Progress};
@@ -71,6 +74,8 @@ pub struct Summary {
     pub m3c2: M3c2Summary,
     /// C2C figures.
     pub c2c: C2cSummary,
+    /// The co-registration applied to the post-event survey (absent when off).
+    pub registration: Option<Registration>,
 }
 
 /// M3C2 figures of a run.
@@ -136,9 +141,30 @@ pub fn diff_clouds(
             post_box: bq,
         });
     }
-    progress.start("dod", 0);
     let grid = Grid::covering(xmin, ymin, xmax, ymax, config.dod.cell_size);
-    let dod = dod::difference(grid, &pre, &post, &config.dod);
+    // M3C2, C2C and the registration share the pre-event k-d tree.
+    let registering = config.registration.method != config::RegistrationMethod::None;
+    let need_tree = config.m3c2.enabled || config.c2c.enabled || registering;
+    let (pre_cloud, pre_plain) =
+        if need_tree { (Some(m3c2::Cloud::new(pre)), Vec::new()) } else { (None, pre) };
+    let pre_points: &[[f64; 3]] = pre_cloud.as_ref().map_or(&pre_plain, |c| &c.points);
+    let mut post = post;
+    let registration = registering.then(|| {
+        progress.start("registration", 0);
+        let cloud = pre_cloud.as_ref().expect("tree built");
+        let r = register::register(cloud, &post, grid, &config.dod, &config.registration);
+        progress.finish();
+        r
+    });
+    let registration_rms = match &registration {
+        Some(r) if r.status != RegistrationStatus::Degenerate => {
+            post = post.par_iter().map(|p| r.apply(p)).collect();
+            r.rms
+        }
+        _ => 0.0,
+    };
+    progress.start("dod", 0);
+    let dod = dod::difference_registered(grid, pre_points, &post, &config.dod, registration_rms);
     let compared: Vec<usize> = (0..grid.len()).filter(|&i| dod.dz[i].is_finite()).collect();
     if compared.is_empty() {
         return Err(Error::EmptyOverlap {
@@ -163,10 +189,7 @@ pub fn diff_clouds(
     let mut lods: Vec<f64> = compared.iter().map(|&i| dod.lod[i]).collect();
     let lod_median = median(&mut lods);
 
-    // M3C2 and C2C share the pre-event k-d tree.
-    let (pre_n, post_n) = (pre.len(), post.len());
-    let need_tree = config.m3c2.enabled || config.c2c.enabled;
-    let pre_cloud = need_tree.then(|| m3c2::Cloud::new(pre));
+    let (pre_n, post_n) = (pre_points.len(), post.len());
     let mut m3c2_rows = Vec::new();
     let mut m3c2_summary = M3c2Summary::default();
     let mut post_points = Some(post);
@@ -187,7 +210,12 @@ pub fn diff_clouds(
         };
         progress.start("m3c2", cores.len() as u64);
         let post_cloud = m3c2::Cloud::new(post_points.take().expect("post points"));
-        m3c2_rows = m3c2::m3c2(pre_cloud, &post_cloud, &cores, &config.m3c2);
+        // A registration's measured residual replaces the stated registration error.
+        let mut m3c2_config = config.m3c2.clone();
+        if registration.as_ref().is_some_and(|r| r.status != RegistrationStatus::Degenerate) {
+            m3c2_config.registration_error = registration_rms;
+        }
+        m3c2_rows = m3c2::m3c2(pre_cloud, &post_cloud, &cores, &m3c2_config);
         progress.inc(cores.len() as u64);
         progress.finish();
         post_points = Some(post_cloud.points);
@@ -228,6 +256,7 @@ pub fn diff_clouds(
         zones: zones.clone(),
         m3c2: m3c2_summary,
         c2c: c2c_summary,
+        registration,
     };
     Ok(DiffResult { dod, zones, m3c2: m3c2_rows, c2c: c2c_rows, summary })
 }
@@ -347,6 +376,26 @@ impl std::fmt::Display for Summary {
                 z.area,
                 z.volume.volume,
                 z.volume.error
+            )?;
+        }
+        if let Some(r) = &s.registration {
+            let t = r.translation;
+            let a = r.rotation_deg;
+            write!(
+                f,
+                "\n  registration ({:?}): shift [{:.3}, {:.3}, {:.3}] m, rotation [{:.4}, {:.4}, {:.4}]°, RMS {:.3} m (before {:.3} m) on {} of {} sampled points, {} changed cells left out",
+                r.status,
+                t[0],
+                t[1],
+                t[2],
+                a[0],
+                a[1],
+                a[2],
+                r.rms,
+                r.rms_before,
+                r.points_used,
+                r.points_sampled,
+                r.cells_excluded
             )?;
         }
         if s.m3c2.core_points > 0 {

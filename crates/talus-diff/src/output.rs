@@ -56,9 +56,15 @@ pub(crate) fn write_all(
     let paths = output_paths(out_dir);
     let mut written: Vec<&Path> = Vec::new();
     let result = (|| {
-        let base = Provenance::new("diff", env!("CARGO_PKG_VERSION"), config)
+        let mut base = Provenance::new("diff", env!("CARGO_PKG_VERSION"), config)
             .with_inputs(inputs)?
             .with_crs(crs.cloned());
+        if let Some(reg) = &r.summary.registration {
+            base = base.with_extra(
+                talus_schema::diff::REGISTRATION_KEY,
+                serde_json::to_string(reg).unwrap_or_default(),
+            );
+        }
         write_dod(&paths[0], r, &base)?;
         written.push(&paths[0]);
         write_zones(&paths[1], r, &base)?;

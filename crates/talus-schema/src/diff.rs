@@ -4,13 +4,20 @@
 //! Grid geometry (origin, cell size, shape) is also stored as JSON under the file
 //! metadata key [`GRID_KEY`]: `{"x0":..,"y0":..,"cell":..,"nx":..,"ny":..}` where
 //! (x0, y0) is the lower-left corner of cell (row 0, col 0) and rows grow northward.
-//! Empty cells hold NaN elevations.
+//! Empty cells hold NaN elevations. When the post-event survey was co-registered, every
+//! table of the stage carries the transform under [`REGISTRATION_KEY`] (JSON: `status`,
+//! `centre`, `translation`, `rotation_deg`, `rotation`, `matrix` (4 × 4, row major, on
+//! CRS coordinates), `rms_before`, `rms`, `points_sampled`, `points_used`, `iterations`,
+//! `rounds`, `cells_excluded`).
 
 use crate::field;
 use arrow::datatypes::{DataType, Schema};
 
 /// File-metadata key of the grid geometry JSON.
 pub const GRID_KEY: &str = "talus:grid";
+
+/// File-metadata key of the co-registration applied to the post-event survey (JSON).
+pub const REGISTRATION_KEY: &str = "talus:registration";
 
 /// DEM of difference: one row per grid cell.
 pub fn dod_schema() -> Schema {

@@ -112,7 +112,7 @@ fn pit_and_mound_volumes_and_outlines() {
     assert!(mid.significant);
 }
 
-fn write_points(path: &Path, pts: &[[f64; 3]], class: u8, crs: Option<Crs>) {
+pub(crate) fn write_points(path: &Path, pts: &[[f64; 3]], class: u8, crs: Option<Crs>) {
     let schema = Arc::new(talus_schema::points::core_schema());
     let col = |k: usize| -> ArrayRef {
         Arc::new(Float64Array::from_iter_values(pts.iter().map(|p| p[k])))

@@ -2,4 +2,5 @@
 
 mod dod;
 mod m3c2_py4dgeo;
+mod registration;
 mod synth_site;
