@@ -21,6 +21,8 @@ pub struct Plan {
     pub optional: OptionalColumns,
     pub extras: Vec<ExtraField>,
     pub mode: ExtraBytesMode,
+    /// Whether the output has `classification_original` (ground filtering).
+    pub original_class: bool,
     pub schema: SchemaRef,
 }
 
@@ -30,6 +32,8 @@ pub struct Coords {
     pub y: Vec<f64>,
     pub z: Vec<f64>,
     pub class: Vec<u8>,
+    /// The classes as read, when the ground filter replaced `class`.
+    pub original_class: Option<Vec<u8>>,
 }
 
 impl Coords {
@@ -38,7 +42,7 @@ impl Coords {
             || rayon::join(|| pd.x().collect(), || pd.y().collect()),
             || rayon::join(|| pd.z().collect(), || pd.classification().collect()),
         );
-        Coords { x, y, z, class }
+        Coords { x, y, z, class, original_class: None }
     }
 }
 
@@ -72,6 +76,9 @@ pub fn batch(
     keep: Option<&BooleanArray>,
 ) -> Result<RecordBatch, ArrowError> {
     let opt = plan.optional;
+    let coords_original: Option<ArrayRef> =
+        coords.original_class.map(|c| Arc::new(UInt8Array::from(c)) as ArrayRef);
+    let coords = Coords { original_class: None, ..coords };
     let u16s = |v: Vec<u16>| -> ArrayRef { Arc::new(UInt16Array::from(v)) };
     let (mut columns, tail): (Vec<ArrayRef>, Vec<ArrayRef>) = rayon::join(
         || {
@@ -119,6 +126,10 @@ pub fn batch(
             tail
         },
     );
+    if plan.original_class {
+        let original = coords_original.unwrap_or_else(|| columns[6].clone());
+        columns.insert(7, original);
+    }
     columns.extend(tail);
     let batch = RecordBatch::try_new(plan.schema.clone(), columns)?;
     match keep {

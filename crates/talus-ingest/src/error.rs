@@ -8,6 +8,9 @@ pub enum Error {
     /// The configuration is inconsistent (checked before any file is opened).
     #[error("configuration of `ingest`: {0}")]
     Config(String),
+    /// The ground filter cannot build its surface (no point, or too large a grid).
+    #[error("ingest: ground filter: {0}")]
+    Ground(String),
     /// No input file was given.
     #[error("ingest: no input file given")]
     NoInput,

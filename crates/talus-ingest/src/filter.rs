@@ -1,4 +1,6 @@
 //! Point selection, applied in this order: classification, bounding box, thinning.
+//! With a ground filter the classification tested is the computed one (2 = ground, 1 =
+//! not), so `classes = [2]` keeps the ground the filter found.
 //!
 //! Thinning counts only the points that passed the first two filters, in input order
 //! across all inputs, so the result depends on the inputs and the configuration only:

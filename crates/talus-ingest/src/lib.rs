@@ -28,6 +28,11 @@
 //!    filters it ([`filter`]) and appends it to the Parquet file, whose sink encodes the
 //!    columns in parallel on the same pool (`talus_io::ParquetSink`). Memory holds a few
 //!    chunks whatever the file size (grid thinning adds one entry per occupied cell).
+//!    With a ground filter (`ground`, [`ground`]: SMRF) a first pass builds the grid of
+//!    per-cell minimum elevations (memory ∝ area / cell², not the point count) and the
+//!    ground surface; the later passes replace each point's class by the computed one
+//!    (2 ground, 1 not) before the class filter, the original going to the
+//!    `classification_original` column.
 //! 4. The output is renamed into place only when complete (`talus_io::ParquetSink`), so
 //!    an error leaves no file behind; inputs are only ever opened for reading.
 
@@ -36,10 +41,14 @@ pub mod convert;
 pub mod error;
 pub mod extra;
 pub mod filter;
+pub mod ground;
 pub mod input;
 
-pub use config::{BBox, Config, ExtraBytesMode, GridKeep, Thin};
+pub use config::{
+    BBox, Config, ExtraBytesMode, GridKeep, Ground, GroundApplyTo, GroundReturns, Smrf, Thin,
+};
 pub use error::Error;
+pub use ground::GroundSummary;
 pub use input::Input;
 
 use arrow::array::RecordBatch;
@@ -54,7 +63,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc;
 use talus_io::{Crs, ParquetSink, Progress, Provenance};
-use talus_schema::points::{OptionalColumns, full_schema};
+use talus_schema::points::{OptionalColumns, full_schema, with_original_classification};
 
 /// Metadata key of the LAS headers (JSON array, one object per input, in input order).
 pub const LAS_HEADER_KEY: &str = "las:header";
@@ -92,6 +101,9 @@ pub struct Summary {
     /// Columns some inputs have but the output leaves out (not in every input, or
     /// extra bytes described differently).
     pub dropped_columns: Vec<String>,
+    /// What the ground filter did (none when `ground.method = "none"`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ground: Option<GroundSummary>,
 }
 
 /// The checked inputs of one survey and the output they make.
@@ -168,11 +180,21 @@ impl Survey {
             Vec::new()
         };
         let fields = extras.iter().filter_map(|e| e.arrow_field(config.extra_bytes)).collect();
-        let schema = Arc::new(full_schema(optional, fields));
+        let mut schema = full_schema(optional, fields);
+        let original_class = !config.ground.is_none();
+        if original_class {
+            schema = with_original_classification(&schema);
+        }
         Ok(Survey {
             inputs,
             crs,
-            plan: Plan { optional, extras, mode: config.extra_bytes, schema },
+            plan: Plan {
+                optional,
+                extras,
+                mode: config.extra_bytes,
+                original_class,
+                schema: Arc::new(schema),
+            },
             dropped_columns: dropped,
         })
     }
@@ -228,8 +250,54 @@ impl Survey {
         &self,
         config: &Config,
         progress: &dyn Progress,
-        mut sink: impl FnMut(RecordBatch) -> Result<(), Error>,
+        sink: impl FnMut(RecordBatch) -> Result<(), Error>,
     ) -> Result<u64, Error> {
+        Ok(self.scan_all(config, progress, sink)?.read)
+    }
+
+    /// [`Survey::batches`], also reporting what the ground filter did.
+    pub fn scan_all(
+        &self,
+        config: &Config,
+        progress: &dyn Progress,
+        mut sink: impl FnMut(RecordBatch) -> Result<(), Error>,
+    ) -> Result<Scanned, Error> {
+        let in_box = |x: f64, y: f64, z: f64| config.bbox.is_none_or(|b| b.contains(x, y, z));
+        let classifier = match &config.ground {
+            Ground::None => None,
+            Ground::Smrf(params) => {
+                progress.start("ground pass", self.points());
+                let mut grid = ground::MinGrid::new(params.cell);
+                self.scan(config.chunk_points, progress, |input, first, pd| {
+                    let c = Coords::checked(input, first, pd)?;
+                    let (rn, nr) = returns_of(pd);
+                    for i in 0..c.x.len() {
+                        if in_box(c.x[i], c.y[i], c.z[i])
+                            && ground::considered(params, rn[i], nr[i], c.class[i])
+                        {
+                            grid.offer(c.x[i], c.y[i], c.z[i]);
+                        }
+                    }
+                    Ok(())
+                })?;
+                progress.finish();
+                Some(ground::Classifier::new(params.clone(), grid)?)
+            }
+        };
+        // The chunk's coordinates, with the computed classes when the ground filter runs.
+        let coords_of = |input: &Input,
+                         first: u64,
+                         pd: &PointData,
+                         counts: Option<&mut ground::GroundCounts>|
+         -> Result<Coords, Error> {
+            let mut c = Coords::checked(input, first, pd)?;
+            if let Some(g) = &classifier {
+                let mut scratch = ground::GroundCounts::default();
+                let (rn, nr) = returns_of(pd);
+                g.apply((&rn, &nr), &mut c, in_box, counts.unwrap_or(&mut scratch));
+            }
+            Ok(c)
+        };
         let winners = match &config.thin {
             Thin::Grid { spacing, keep } => {
                 progress.start("grid pass", self.points());
@@ -237,7 +305,7 @@ impl Survey {
                 let mut grid = GridPass::new(*spacing, *keep);
                 let mut rank = 0u64;
                 self.scan(config.chunk_points, progress, |input, first, pd| {
-                    let c = Coords::checked(input, first, pd)?;
+                    let c = coords_of(input, first, pd, None)?;
                     for i in 0..c.x.len() {
                         if pre.passes(c.x[i], c.y[i], c.z[i], c.class[i]) {
                             grid.offer(rank, c.x[i], c.y[i], c.z[i]);
@@ -253,10 +321,11 @@ impl Survey {
         };
         let mut selector = Selector::new(config, winners);
         let mut read = 0u64;
+        let mut counts = ground::GroundCounts::default();
         progress.start("ingest", self.points());
         self.scan(config.chunk_points, progress, |input, first, pd| {
             read += pd.len() as u64;
-            let coords = Coords::checked(input, first, pd)?;
+            let coords = coords_of(input, first, pd, Some(&mut counts))?;
             let mask = selector.mask(&coords.x, &coords.y, &coords.z, &coords.class);
             if mask.as_ref().is_some_and(|m| m.true_count() == 0) {
                 return Ok(());
@@ -266,8 +335,28 @@ impl Survey {
             sink(batch)
         })?;
         progress.finish();
-        Ok(read)
+        let ground = classifier.map(|g| GroundSummary {
+            method: "smrf",
+            parameters: g.params.clone(),
+            grid: g.surface.stats,
+            points: counts,
+        });
+        Ok(Scanned { read, ground })
     }
+}
+
+/// What [`Survey::scan_all`] reports.
+#[derive(Debug, Clone)]
+pub struct Scanned {
+    /// Points read from all inputs.
+    pub read: u64,
+    /// What the ground filter did (none without one).
+    pub ground: Option<GroundSummary>,
+}
+
+/// Return numbers and numbers of returns of a chunk.
+fn returns_of(pd: &PointData) -> (Vec<u8>, Vec<u8>) {
+    (pd.return_number().collect(), pd.number_of_returns().collect())
 }
 
 fn read_input(
@@ -364,7 +453,7 @@ pub fn run(
         .with_extra(LAS_HEADER_KEY, survey.headers_json());
     let mut sink = ParquetSink::create(output, survey.plan.schema.clone(), &provenance)?;
     let mut stats = Stats::default();
-    let read = survey.batches(config, progress, |batch| {
+    let Scanned { read, ground } = survey.scan_all(config, progress, |batch| {
         stats.add(&batch);
         sink.write(&batch)?;
         Ok(())
@@ -406,6 +495,7 @@ pub fn run(
         class_counts: stats.classes,
         columns: survey.plan.schema.fields().iter().map(|f| f.name().clone()).collect(),
         dropped_columns: survey.dropped_columns,
+        ground,
     })
 }
 
@@ -488,6 +578,27 @@ impl std::fmt::Display for Summary {
                 f,
                 "  columns not in every input, left out: {}",
                 self.dropped_columns.join(", ")
+            )?;
+        }
+        if let Some(g) = &self.ground {
+            let p = &g.parameters;
+            writeln!(
+                f,
+                "  ground (SMRF, cell {} m, slope {}, window {} m, threshold {} m, scalar {}; {} x {} cells, {} occupied, {} objects, {} low): {} ground, {} not ground, {} other returns set to 1, {} kept their class",
+                p.cell,
+                p.slope,
+                p.window,
+                p.threshold,
+                p.scalar,
+                g.grid.nx,
+                g.grid.ny,
+                g.grid.occupied,
+                g.grid.object,
+                g.grid.low,
+                g.points.ground,
+                g.points.non_ground,
+                g.points.other_returns,
+                g.points.kept
             )?;
         }
         let classes: Vec<String> =

@@ -30,6 +30,7 @@ pub mod points;
 pub mod progress;
 pub mod provenance;
 pub mod reproject;
+pub mod survey_files;
 pub mod tin;
 pub mod zones;
 

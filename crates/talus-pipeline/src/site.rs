@@ -33,10 +33,11 @@ pub struct SiteTable {
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct InputsTable {
-    /// Pre-event LAS/LAZ files.
+    /// Pre-event survey: LAS/LAZ files, directories of tiles, or glob patterns
+    /// (`talus_io::survey_files`).
     #[serde(default)]
     pub pre: Vec<PathBuf>,
-    /// Post-event LAS/LAZ files.
+    /// Post-event survey: LAS/LAZ files, directories of tiles, or glob patterns.
     #[serde(default)]
     pub post: Vec<PathBuf>,
     /// Generate the surveys with `talus synth` from the `[synth]` table.
@@ -257,10 +258,13 @@ fn check_inputs(path: &Path, file: &SiteFile) -> Result<Inputs, Error> {
         if i.pre.is_empty() || i.post.is_empty() {
             return Err(invalid(path, "[inputs] needs both `pre` and `post` survey files"));
         }
-        for f in i.pre.iter().chain(&i.post) {
-            exists(f)?;
-        }
-        return Ok(Inputs::Surveys { pre: i.pre.clone(), post: i.post.clone() });
+        // Files, directories of tiles or glob patterns, expanded in a fixed order.
+        let files = |entries: &[PathBuf], which: &str| {
+            talus_io::survey_files::expand(entries).map_err(|e| {
+                invalid(path, format!("[inputs] {which}: {e} (paths are relative to {})", cwd()))
+            })
+        };
+        return Ok(Inputs::Surveys { pre: files(&i.pre, "pre")?, post: files(&i.post, "post")? });
     }
     if i.synth {
         if file.synth.is_none() {

@@ -26,6 +26,12 @@ pub fn tables() -> Vec<(&'static str, &'static str, &'static str, Schema)> {
             ),
         ),
         (
+            "points/{pre,post}.parquet (ground filtering)",
+            "ingest",
+            "the column `talus ingest` inserts after `classification` when its ground filter runs (`[ingest] ground`, docs/ground.md)",
+            points::ground_schema(),
+        ),
+        (
             "diff/dod.parquet",
             "diff",
             "DEM of difference on the grid, with level of detection",

@@ -129,6 +129,31 @@ pub fn full_schema(optional: OptionalColumns, extra: Vec<Field>) -> Schema {
     Schema::new(fields)
 }
 
+/// Name of the column holding the class as read from the input when `talus ingest`
+/// classifies ground (`classification` then holds the computed class).
+pub const CLASSIFICATION_ORIGINAL: &str = "classification_original";
+
+/// The column `talus ingest` inserts right after `classification` when its ground filter
+/// runs: the ASPRS class as read from the input.
+pub fn ground_schema() -> Schema {
+    Schema::new(vec![field(
+        CLASSIFICATION_ORIGINAL,
+        DataType::UInt8,
+        false,
+        "1",
+        "ASPRS class as read from the input; `classification` holds the ground filter's (2 = ground, 1 = not ground)",
+    )])
+}
+
+/// `schema` with the [`ground_schema`] column inserted right after `classification` (at
+/// the end if there is no `classification`).
+pub fn with_original_classification(schema: &Schema) -> Schema {
+    let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+    let at = schema.index_of("classification").map_or(fields.len(), |i| i + 1);
+    fields.insert(at, ground_schema().field(0).clone());
+    Schema::new_with_metadata(fields, schema.metadata().clone())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,5 +171,13 @@ mod tests {
         let s0 = full_schema(OptionalColumns::for_point_format(0).unwrap(), vec![]);
         assert_eq!(s0.fields().len(), 9);
         assert!(OptionalColumns::for_point_format(11).is_none());
+    }
+
+    #[test]
+    fn original_classification_follows_classification() {
+        let s = with_original_classification(&full_schema(OptionalColumns::default(), vec![]));
+        let c = s.index_of("classification").unwrap();
+        assert_eq!(s.field(c + 1).name(), CLASSIFICATION_ORIGINAL);
+        assert_eq!(s.fields().len(), 10);
     }
 }

@@ -2,6 +2,7 @@
 
 mod bad_input;
 mod common;
+mod ground;
 mod options;
 mod real_files;
 mod roundtrip;
