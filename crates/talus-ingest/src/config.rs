@@ -14,6 +14,10 @@ pub struct Config {
     pub classes: Vec<u8>,
     /// Keep only the points inside this box (CRS units, bounds included); none keeps all.
     pub bbox: Option<BBox>,
+    /// Keep only the points inside this polygon, the site's area of interest: its
+    /// vertices `[[x, y], ...]` in the output CRS (CRS units; closed implicitly; even-odd
+    /// rule); none keeps all. Applied with `bbox`, to the coordinates after reprojection.
+    pub polygon: Option<Vec<[f64; 2]>>,
     /// Thinning, applied after the class and box filters.
     pub thin: Thin,
     /// Require the inputs to share a CRS (same EPSG code, else identical WKT; an unknown
@@ -22,6 +26,19 @@ pub struct Config {
     pub require_same_crs: bool,
     /// EPSG code given to inputs that carry no CRS (none leaves their CRS unknown).
     pub assign_epsg: Option<u32>,
+    /// Reproject inputs whose CRS differs from the output's (`target_epsg`) instead of
+    /// refusing them, in pure Rust (`talus_io::reproject`: geographic, Transverse
+    /// Mercator/UTM, Lambert Conic Conformal; no datum shift between datums, which the
+    /// summary notes). Heights are kept.
+    pub reproject: bool,
+    /// EPSG code of the output CRS when reprojecting; none: the first input's CRS (in a
+    /// pipeline: `[site] epsg`, else the pre-event survey's CRS).
+    pub target_epsg: Option<u32>,
+    /// Drop a point of an input that repeats a point of an earlier input (same x, y, z
+    /// to 1 mm and same GPS time to 1 µs when the inputs have it): the duplicated points
+    /// of overlapping tiles. Only points inside the header boxes of two inputs are
+    /// remembered, so memory grows with the overlaps, not the survey.
+    pub drop_duplicates: bool,
     /// How extra-bytes attributes are written.
     pub extra_bytes: ExtraBytesMode,
     /// Ground classification for clouds that arrive without it (`method = "none"`, the
@@ -39,9 +56,13 @@ impl Default for Config {
             chunk_points: 1_000_000,
             classes: Vec::new(),
             bbox: None,
+            polygon: None,
             thin: Thin::None,
             require_same_crs: true,
             assign_epsg: None,
+            reproject: false,
+            target_epsg: None,
+            drop_duplicates: true,
             extra_bytes: ExtraBytesMode::Decode,
             ground: Ground::None,
         }
@@ -66,6 +87,29 @@ pub struct BBox {
     /// Maximum elevation (CRS unit); none for no upper bound.
     #[serde(default)]
     pub zmax: Option<f64>,
+}
+
+impl Config {
+    /// Whether a point is inside the area of interest (`bbox` and `polygon`).
+    #[inline]
+    pub fn in_area(&self, x: f64, y: f64, z: f64) -> bool {
+        self.bbox.is_none_or(|b| b.contains(x, y, z))
+            && self.polygon.as_deref().is_none_or(|p| in_polygon(p, x, y))
+    }
+}
+
+/// Even-odd point-in-polygon test (a point on an edge may fall either side).
+pub fn in_polygon(poly: &[[f64; 2]], x: f64, y: f64) -> bool {
+    let mut inside = false;
+    let mut j = poly.len() - 1;
+    for i in 0..poly.len() {
+        let (a, b) = (poly[i], poly[j]);
+        if (a[1] > y) != (b[1] > y) && x < (b[0] - a[0]) * (y - a[1]) / (b[1] - a[1]) + a[0] {
+            inside = !inside;
+        }
+        j = i;
+    }
+    inside
 }
 
 impl BBox {
@@ -247,6 +291,20 @@ impl Config {
                 return bad(format!("bbox minimum above maximum: {b:?}"));
             }
         }
+        if let Some(poly) = &self.polygon {
+            if poly.len() < 3 {
+                return bad(format!("polygon needs at least 3 vertices, got {}", poly.len()));
+            }
+            if poly.iter().flatten().any(|v| !v.is_finite()) {
+                return bad("polygon vertices must be finite numbers".into());
+            }
+        }
+        if self.target_epsg == Some(0) {
+            return bad("target_epsg must be an EPSG code, not 0".into());
+        }
+        if self.target_epsg.is_some() && !self.reproject {
+            return bad("target_epsg is set but reproject = false: set reproject = true".into());
+        }
         match self.thin {
             Thin::Every { n: 0 } => return bad("thin.n must be at least 1".into()),
             Thin::Grid { spacing, .. } if !(spacing.is_finite() && spacing > 0.0) => {
@@ -270,6 +328,9 @@ impl Config {
         }
         if let Some(b) = &self.bbox {
             parts.push(format!("bbox = [{}, {}] x [{}, {}]", b.xmin, b.xmax, b.ymin, b.ymax));
+        }
+        if let Some(p) = &self.polygon {
+            parts.push(format!("polygon of {} vertices", p.len()));
         }
         match &self.thin {
             Thin::None => {}

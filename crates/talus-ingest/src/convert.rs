@@ -50,8 +50,17 @@ impl Coords {
     /// The coordinates of a chunk whose first point is point `first` of `input`, refused
     /// at the first non-finite point (a header scale so large that `raw * scale + offset`
     /// overflows).
+    /// Coordinates of inputs in another CRS are reprojected to the output's.
     pub fn checked(input: &Input, first: u64, pd: &PointData) -> Result<Coords, crate::Error> {
-        let c = Coords::of(pd);
+        use rayon::prelude::*;
+        let mut c = Coords::of(pd);
+        if let Some(t) = &input.transform {
+            (c.x.par_iter_mut(), c.y.par_iter_mut(), c.z.par_iter_mut()).into_par_iter().for_each(
+                |(x, y, z)| {
+                    (*x, *y, *z) = t.apply(*x, *y, *z);
+                },
+            );
+        }
         let bad = (0..c.x.len())
             .find(|&i| !(c.x[i].is_finite() && c.y[i].is_finite() && c.z[i].is_finite()));
         match bad {

@@ -77,6 +77,17 @@ pub enum Error {
          (set require_same_crs = false to keep the first file's, or assign_epsg for files without one)"
     )]
     CrsMismatch { first: PathBuf, first_crs: String, second: PathBuf, second_crs: String },
+    /// An input cannot be reprojected to the output CRS.
+    #[error("{path}: cannot reproject to {target}: {source}")]
+    Reproject {
+        path: PathBuf,
+        target: String,
+        #[source]
+        source: talus_io::reproject::ReprojectError,
+    },
+    /// The survey's files (directories, patterns) cannot be listed.
+    #[error(transparent)]
+    Inputs(#[from] talus_io::survey_files::SurveyFilesError),
     /// Nothing is left to write.
     #[error(
         "no point left to write: {read} points read from {inputs}, none kept by the filters ({filters})"

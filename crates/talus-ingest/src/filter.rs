@@ -1,4 +1,5 @@
-//! Point selection, applied in this order: classification, bounding box, thinning.
+//! Point selection, applied in this order: classification, area of interest (bounding
+//! box, polygon), thinning; then duplicates of earlier inputs ([`Duplicates`]).
 //! With a ground filter the classification tested is the computed one (2 = ground, 1 =
 //! not), so `classes = [2]` keeps the ground the filter found.
 //!
@@ -19,6 +20,7 @@ use std::collections::HashMap;
 pub struct Prefilter {
     classes: Option<Box<[bool; 256]>>,
     bbox: Option<BBox>,
+    polygon: Option<Vec<[f64; 2]>>,
 }
 
 impl Prefilter {
@@ -30,12 +32,12 @@ impl Prefilter {
             }
             t
         });
-        Prefilter { classes, bbox: config.bbox }
+        Prefilter { classes, bbox: config.bbox, polygon: config.polygon.clone() }
     }
 
     /// Whether every point passes.
     pub fn is_trivial(&self) -> bool {
-        self.classes.is_none() && self.bbox.is_none()
+        self.classes.is_none() && self.bbox.is_none() && self.polygon.is_none()
     }
 
     #[inline]
@@ -45,10 +47,8 @@ impl Prefilter {
         {
             return false;
         }
-        match &self.bbox {
-            Some(b) => b.contains(x, y, z),
-            None => true,
-        }
+        self.bbox.is_none_or(|b| b.contains(x, y, z))
+            && self.polygon.as_deref().is_none_or(|p| crate::config::in_polygon(p, x, y))
     }
 }
 
@@ -150,4 +150,78 @@ impl Selector {
         }
         Some(BooleanArray::from(keep))
     }
+}
+
+/// Drops the points of an input that repeat a point of an earlier input (overlapping
+/// tiles). A point is remembered only if it lies inside the box of a later input, and
+/// looked up only if it lies inside the box of an earlier one, so memory grows with the
+/// overlaps. Points are equal when x, y, z agree to 1 mm and the GPS time to 1 µs.
+#[derive(Debug, Default)]
+pub struct Duplicates {
+    /// Per input, its box `[xmin, ymin, xmax, ymax]` in output coordinates (grown by
+    /// 1 mm).
+    boxes: Vec<[f64; 4]>,
+    seen: std::collections::HashSet<(i64, i64, i64, i64)>,
+    /// Points dropped so far.
+    pub dropped: u64,
+}
+
+impl Duplicates {
+    pub fn new(boxes: Vec<[f64; 4]>) -> Self {
+        Duplicates { boxes, ..Default::default() }
+    }
+
+    fn inside(b: &[f64; 4], x: f64, y: f64) -> bool {
+        x >= b[0] && x <= b[2] && y >= b[1] && y <= b[3]
+    }
+
+    /// Clear the entries of `keep` (all true when `None`) that repeat an earlier input's
+    /// points, for a chunk of input `k`; returns the new mask (or `None`: nothing to do).
+    pub fn mask(
+        &mut self,
+        k: usize,
+        x: &[f64],
+        y: &[f64],
+        z: &[f64],
+        time: Option<&[f64]>,
+        keep: Option<BooleanArray>,
+    ) -> Option<BooleanArray> {
+        let earlier = &self.boxes[..k.min(self.boxes.len())];
+        let later = self.boxes.get(k + 1..).unwrap_or(&[]);
+        let (mine, earlier_overlap) = match self.boxes.get(k) {
+            Some(b) => (*b, earlier.iter().any(|e| overlap(e, b))),
+            None => return keep,
+        };
+        let later_overlap = later.iter().any(|l| overlap(l, &mine));
+        if !earlier_overlap && !later_overlap {
+            return keep;
+        }
+        let mut out: Vec<bool> = match &keep {
+            Some(m) => m.iter().map(|v| v.unwrap_or(false)).collect(),
+            None => vec![true; x.len()],
+        };
+        let q = |v: f64, s: f64| (v * s).round() as i64;
+        for i in 0..x.len() {
+            if !out[i] {
+                continue;
+            }
+            let key = (q(x[i], 1e3), q(y[i], 1e3), q(z[i], 1e3), time.map_or(0, |t| q(t[i], 1e6)));
+            if earlier_overlap
+                && earlier.iter().any(|b| Self::inside(b, x[i], y[i]))
+                && self.seen.contains(&key)
+            {
+                out[i] = false;
+                self.dropped += 1;
+                continue;
+            }
+            if later_overlap && later.iter().any(|b| Self::inside(b, x[i], y[i])) {
+                self.seen.insert(key);
+            }
+        }
+        Some(BooleanArray::from(out))
+    }
+}
+
+fn overlap(a: &[f64; 4], b: &[f64; 4]) -> bool {
+    a[0] <= b[2] && b[0] <= a[2] && a[1] <= b[3] && b[1] <= a[3]
 }

@@ -60,6 +60,8 @@ pub struct Input {
     pub crs: Option<Crs>,
     /// Byte offset of the point data.
     pub data_start: u64,
+    /// The reprojection of this input's coordinates to the output CRS, when they differ.
+    pub transform: Option<talus_io::reproject::Transform>,
 }
 
 /// The first LAZ chunk that does not decode on its own.
@@ -203,6 +205,7 @@ impl Input {
             extras,
             header,
             data_start: offset_to_points,
+            transform: None,
         })
     }
 

@@ -80,6 +80,10 @@ pub struct InputSummary {
     /// Records after the declared points, not read (LAS files whose data holds more
     /// records than their header declares).
     pub ignored_records: u64,
+    /// The reprojection applied to this input (`EPSG:a -> EPSG:b`, with a note when the
+    /// datums differ and no datum shift was applied); none when it is in the output CRS.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reprojected: Option<String>,
 }
 
 /// What the stage did.
@@ -104,6 +108,8 @@ pub struct Summary {
     /// What the ground filter did (none when `ground.method = "none"`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ground: Option<GroundSummary>,
+    /// Points dropped as repeats of an earlier input's (overlapping tiles).
+    pub duplicates_dropped: u64,
 }
 
 /// The checked inputs of one survey and the output they make.
@@ -127,25 +133,53 @@ impl Survey {
                 i.crs = Some(Crs::from_epsg(code));
             }
         }
-        let first = &inputs[0];
-        let unknown = Crs::default();
-        if config.require_same_crs {
-            for other in &inputs[1..] {
-                let (a, b) = (
-                    first.crs.as_ref().unwrap_or(&unknown),
-                    other.crs.as_ref().unwrap_or(&unknown),
-                );
-                if !a.same_as(b) {
-                    return Err(Error::CrsMismatch {
-                        first: first.path.clone(),
-                        first_crs: a.label(),
-                        second: other.path.clone(),
-                        second_crs: b.label(),
-                    });
+        let crs = if config.reproject {
+            let target = match config.target_epsg {
+                Some(code) => Crs::from_epsg(code),
+                None => inputs[0].crs.clone().ok_or_else(|| Error::Reproject {
+                    path: inputs[0].path.clone(),
+                    target: "the first input's CRS".into(),
+                    source: talus_io::reproject::ReprojectError::Unknown,
+                })?,
+            };
+            for i in inputs.iter_mut() {
+                let reproject_error = |source| Error::Reproject {
+                    path: i.path.clone(),
+                    target: target.label(),
+                    source,
+                };
+                let Some(from) = i.crs.clone() else {
+                    return Err(reproject_error(talus_io::reproject::ReprojectError::Unknown));
+                };
+                if !from.same_as(&target) {
+                    let t = talus_io::reproject::Transform::new(&from, &target)
+                        .map_err(reproject_error)?;
+                    i.transform = Some(t);
                 }
             }
-        }
-        let crs = first.crs.clone();
+            Some(target)
+        } else {
+            let first = &inputs[0];
+            let unknown = Crs::default();
+            if config.require_same_crs {
+                for other in &inputs[1..] {
+                    let (a, b) = (
+                        first.crs.as_ref().unwrap_or(&unknown),
+                        other.crs.as_ref().unwrap_or(&unknown),
+                    );
+                    if !a.same_as(b) {
+                        return Err(Error::CrsMismatch {
+                            first: first.path.clone(),
+                            first_crs: a.label(),
+                            second: other.path.clone(),
+                            second_crs: b.label(),
+                        });
+                    }
+                }
+            }
+            first.crs.clone()
+        };
+        let first = &inputs[0];
 
         let optional = inputs.iter().fold(first.optional, |acc, i| acc.intersect(i.optional));
         let mut dropped = Vec::new();
@@ -197,6 +231,31 @@ impl Survey {
             },
             dropped_columns: dropped,
         })
+    }
+
+    /// Each input's header box `[xmin, ymin, xmax, ymax]` in output coordinates (a
+    /// reprojected box is the box of its reprojected outline, grown by 1 m).
+    pub fn boxes(&self) -> Vec<[f64; 4]> {
+        self.inputs
+            .iter()
+            .map(|i| {
+                let b = i.header.bounds();
+                let Some(t) = &i.transform else {
+                    return [b.min.x - 1e-3, b.min.y - 1e-3, b.max.x + 1e-3, b.max.y + 1e-3];
+                };
+                let mut out = [f64::INFINITY, f64::INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY];
+                for k in 0..=16 {
+                    let f = k as f64 / 16.0;
+                    let (x, y) =
+                        (b.min.x + f * (b.max.x - b.min.x), b.min.y + f * (b.max.y - b.min.y));
+                    for (px, py) in [(x, b.min.y), (x, b.max.y), (b.min.x, y), (b.max.x, y)] {
+                        let (qx, qy, _) = t.apply(px, py, 0.0);
+                        out = [out[0].min(qx), out[1].min(qy), out[2].max(qx), out[3].max(qy)];
+                    }
+                }
+                [out[0] - 1.0, out[1] - 1.0, out[2] + 1.0, out[3] + 1.0]
+            })
+            .collect()
     }
 
     /// Points declared by all inputs.
@@ -262,7 +321,7 @@ impl Survey {
         progress: &dyn Progress,
         mut sink: impl FnMut(RecordBatch) -> Result<(), Error>,
     ) -> Result<Scanned, Error> {
-        let in_box = |x: f64, y: f64, z: f64| config.bbox.is_none_or(|b| b.contains(x, y, z));
+        let in_box = |x: f64, y: f64, z: f64| config.in_area(x, y, z);
         let classifier = match &config.ground {
             Ground::None => None,
             Ground::Smrf(params) => {
@@ -320,13 +379,24 @@ impl Survey {
             _ => None,
         };
         let mut selector = Selector::new(config, winners);
+        let mut duplicates = (config.drop_duplicates && self.inputs.len() > 1)
+            .then(|| filter::Duplicates::new(self.boxes()));
         let mut read = 0u64;
         let mut counts = ground::GroundCounts::default();
         progress.start("ingest", self.points());
         self.scan(config.chunk_points, progress, |input, first, pd| {
             read += pd.len() as u64;
             let coords = coords_of(input, first, pd, Some(&mut counts))?;
-            let mask = selector.mask(&coords.x, &coords.y, &coords.z, &coords.class);
+            let mut mask = selector.mask(&coords.x, &coords.y, &coords.z, &coords.class);
+            if let Some(d) = duplicates.as_mut() {
+                let k = self.inputs.iter().position(|i| std::ptr::eq(i, input)).unwrap_or(0);
+                let time: Option<Vec<f64>> = if self.plan.optional.gps_time {
+                    pd.gps_time().map(|t| t.collect())
+                } else {
+                    None
+                };
+                mask = d.mask(k, &coords.x, &coords.y, &coords.z, time.as_deref(), mask);
+            }
             if mask.as_ref().is_some_and(|m| m.true_count() == 0) {
                 return Ok(());
             }
@@ -341,7 +411,7 @@ impl Survey {
             grid: g.surface.stats,
             points: counts,
         });
-        Ok(Scanned { read, ground })
+        Ok(Scanned { read, ground, duplicates: duplicates.map_or(0, |d| d.dropped) })
     }
 }
 
@@ -352,6 +422,8 @@ pub struct Scanned {
     pub read: u64,
     /// What the ground filter did (none without one).
     pub ground: Option<GroundSummary>,
+    /// Points dropped as duplicates of an earlier input's.
+    pub duplicates: u64,
 }
 
 /// Return numbers and numbers of returns of a chunk.
@@ -441,6 +513,8 @@ pub fn run(
     progress: &dyn Progress,
 ) -> Result<Summary, Error> {
     config.validate()?;
+    // Files, directories of tiles or glob patterns, in a fixed order.
+    let inputs = &talus_io::survey_files::expand(inputs)?;
     for p in inputs {
         if same_file(p, output) {
             return Err(Error::OutputIsInput { path: output.to_path_buf() });
@@ -453,7 +527,7 @@ pub fn run(
         .with_extra(LAS_HEADER_KEY, survey.headers_json());
     let mut sink = ParquetSink::create(output, survey.plan.schema.clone(), &provenance)?;
     let mut stats = Stats::default();
-    let Scanned { read, ground } = survey.scan_all(config, progress, |batch| {
+    let Scanned { read, ground, duplicates } = survey.scan_all(config, progress, |batch| {
         stats.add(&batch);
         sink.write(&batch)?;
         Ok(())
@@ -479,6 +553,14 @@ pub fn run(
                 points: i.points,
                 crs: i.crs.as_ref().map(Crs::label).unwrap_or_else(|| "unknown".into()),
                 ignored_records: i.ignored_records,
+                reprojected: i.transform.as_ref().map(|t| {
+                    let from = i.crs.as_ref().map(Crs::label).unwrap_or_default();
+                    let to = survey.crs.as_ref().map(Crs::label).unwrap_or_default();
+                    match t.datum_note() {
+                        Some(note) => format!("{from} -> {to}; {note}"),
+                        None => format!("{from} -> {to}"),
+                    }
+                }),
             })
             .collect(),
         points_read: read,
@@ -496,6 +578,7 @@ pub fn run(
         columns: survey.plan.schema.fields().iter().map(|f| f.name().clone()).collect(),
         dropped_columns: survey.dropped_columns,
         ground,
+        duplicates_dropped: duplicates,
     })
 }
 
@@ -565,6 +648,9 @@ impl std::fmt::Display for Summary {
                 i.points,
                 i.crs
             )?;
+            if let Some(r) = &i.reprojected {
+                writeln!(f, "  {}: reprojected {r}", i.file)?;
+            }
             if i.ignored_records > 0 {
                 writeln!(
                     f,
@@ -572,6 +658,13 @@ impl std::fmt::Display for Summary {
                     i.file, i.ignored_records, i.points
                 )?;
             }
+        }
+        if self.duplicates_dropped > 0 {
+            writeln!(
+                f,
+                "  {} points dropped as repeats of an earlier input's (overlapping tiles)",
+                self.duplicates_dropped
+            )?;
         }
         if !self.dropped_columns.is_empty() {
             writeln!(

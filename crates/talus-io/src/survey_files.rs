@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 /// Why a survey's files cannot be listed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SurveyFilesError {
-    #[error("{0}: no such file or directory")]
+    #[error("{0}: cannot read: no such file or directory")]
     NotFound(PathBuf),
     #[error("{0}: the directory holds no .las or .laz file")]
     EmptyDirectory(PathBuf),
@@ -114,6 +114,6 @@ mod tests {
         let e = expand(&[d.path().join("*.laz")]).unwrap_err();
         assert!(e.to_string().contains("matches no file"), "{e}");
         let e = expand(&[d.path().join("missing.laz")]).unwrap_err();
-        assert!(e.to_string().contains("missing.laz: no such file"), "{e}");
+        assert!(e.to_string().contains("missing.laz: cannot read: no such file"), "{e}");
     }
 }

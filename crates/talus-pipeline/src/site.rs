@@ -182,6 +182,34 @@ impl Site {
         };
         file.validate().map_err(|e| invalid(path, e))?;
         let inputs = check_inputs(path, &file)?;
+        let mut file = file;
+        // Both surveys are reprojected to one CRS: the one the site names, else the
+        // pre-event survey's (its first file's).
+        if file.ingest.reproject && file.ingest.target_epsg.is_none() {
+            let target = match (&inputs, file.site.epsg) {
+                (_, Some(code)) => code,
+                (Inputs::Surveys { pre, .. }, None) => {
+                    let first = talus_ingest::Input::open(&pre[0])
+                        .map_err(|e| invalid(path, format!("[inputs] pre: {e}")))?;
+                    first.crs.and_then(|c| c.epsg).ok_or_else(|| {
+                        invalid(
+                            path,
+                            format!(
+                                "[ingest] reproject = true: {} has no EPSG code to reproject the surveys to; set [site] epsg or [ingest] target_epsg",
+                                pre[0].display()
+                            ),
+                        )
+                    })?
+                }
+                (_, None) => {
+                    return Err(invalid(
+                        path,
+                        "[ingest] reproject = true needs [site] epsg or [ingest] target_epsg",
+                    ));
+                }
+            };
+            file.ingest.target_epsg = Some(target);
+        }
         Ok(Site {
             path: path.to_path_buf(),
             sha256: talus_io::sha256_bytes(text.as_bytes()),

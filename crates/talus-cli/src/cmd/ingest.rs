@@ -6,7 +6,9 @@ use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// LAS/LAZ files of one survey (merged into one table; they must share a CRS).
+    /// LAS/LAZ files of one survey, directories of tiles or quoted glob patterns
+    /// ('tiles/*.laz'), merged into one table; they must share a CRS unless
+    /// `--set reproject=true`. Repeats of an earlier file's points are dropped.
     #[arg(value_name = "IN", required_unless_present = "print_config")]
     pub inputs: Vec<PathBuf>,
     /// Output points Parquet file.

@@ -191,7 +191,8 @@ fn inputs_with_different_crs() {
     let c = dir.path().join("c.las");
     write(&a, &Spec { wkt: Some(UTM20_WKT.into()), ..Spec::new((1, 4), 6, 50) });
     write(&b, &Spec { geotiff_epsg: Some(2154), ..Spec::new((1, 2), 1, 50) });
-    write(&c, &Spec::new((1, 2), 1, 50));
+    // Another seed: the same points would be dropped as repeats of a's (drop_duplicates).
+    write(&c, &Spec { seed: 2, ..Spec::new((1, 2), 1, 50) });
     let e = fails(&Config::default(), &[a.clone(), b.clone()]);
     assert!(matches!(e, Error::CrsMismatch { .. }), "{e:?}");
     contains(&e, &["a.laz", "EPSG:32620", "b.las", "EPSG:2154", "must share a CRS"]);

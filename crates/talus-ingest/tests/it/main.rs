@@ -6,3 +6,4 @@ mod ground;
 mod options;
 mod real_files;
 mod roundtrip;
+mod surveys;

@@ -181,7 +181,7 @@ fn differing_crs_accepted_only_when_asked() {
     let a = dir.path().join("a.las");
     let b = dir.path().join("b.las");
     write(&a, &Spec { geotiff_epsg: Some(32620), ..Spec::new((1, 2), 1, 50) });
-    write(&b, &Spec { geotiff_epsg: Some(4559), ..Spec::new((1, 2), 1, 50) });
+    write(&b, &Spec { geotiff_epsg: Some(4559), seed: 2, ..Spec::new((1, 2), 1, 50) });
     let (got, t, s) = ingest(&Config { require_same_crs: false, ..Config::default() }, &[a, b]);
     assert_eq!(got.len(), 100);
     assert_eq!(s.crs, "EPSG:32620");
