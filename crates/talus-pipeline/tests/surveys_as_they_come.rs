@@ -3,7 +3,8 @@
 //! moved by a rigid transform (0.5, 0.3, 0.2 m; 0.1° about each axis) and cut into
 //! 3 × 3 overlapping tiles named by a glob pattern. With `[ingest] reproject` and
 //! `ground`, and `[diff] registration`, the pipeline's ingest and diff stages give the
-//! zone volumes of the shipped, classified, co-registered pair within their error.
+//! zone volumes of the shipped, classified, co-registered pair within their error, and
+//! the terrain stage builds its TIN from the post-event points as registered.
 
 use las::{Builder, Point, Transform, Vector, Vlr, Writer};
 use nalgebra::{Rotation3, Vector3};
@@ -131,11 +132,15 @@ registration = {{ method = "point_to_plane" }}
     assert_eq!(site.file.ingest.target_epsg, Some(32620));
     let out = d.join("runs");
     let layout = talus_pipeline::Layout::under(&out);
-    for stage in talus_pipeline::plan(&site, &layout).iter().take(3) {
+    let mut summaries = Vec::new();
+    for stage in talus_pipeline::plan(&site, &layout).iter().take(4) {
         let done = talus_pipeline::runner::execute(&stage.job, &site, &NoProgress)
             .unwrap_or_else(|e| panic!("{}: {e}", stage.name.as_str()));
         println!("{}", done.summary);
+        summaries.push(done.summary);
     }
+    // The terrain is built from the post-event points as registered.
+    assert!(summaries[3].contains("moved by the diff's co-registration"), "{}", summaries[3]);
     let summary: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("diff/summary.json")).unwrap()).unwrap();
     assert_eq!(summary["registration"]["status"], "converged");

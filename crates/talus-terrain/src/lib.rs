@@ -56,6 +56,46 @@ pub struct Summary {
     pub rounds: usize,
     /// With `surface = "bed"`: what was replaced.
     pub bed: Option<BedSummary>,
+    /// Whether the diff's co-registration of the post-event survey was applied to the
+    /// points (the zones record it, and `points` is the survey it registered).
+    pub registered: bool,
+}
+
+/// A rigid transform `p -> R (p - c) + c + t` as (R row major, c, t).
+pub type Rigid = ([[f64; 3]; 3], [f64; 3], [f64; 3]);
+
+/// The co-registration the diff that wrote `zones` applied to its post-event survey, if
+/// that survey is the file `points` (same SHA-256): `p -> R (p - c) + c + t` as
+/// (R row major, c, t).
+pub fn diff_registration(zones: &Path, points: &Path) -> Result<Option<Rigid>, Error> {
+    let meta = talus_io::read_metadata(zones)?;
+    let Some(reg) = meta.get(talus_schema::diff::REGISTRATION_KEY) else {
+        return Ok(None);
+    };
+    let prov = talus_io::Provenance::from_metadata(&meta);
+    let Some(post) = prov.inputs.get(1) else {
+        return Ok(None);
+    };
+    if talus_io::provenance::sha256_file(points)? != post.sha256 {
+        return Ok(None);
+    }
+    let bad = |m: &str| Error::Input { path: zones.to_path_buf(), message: m.to_string() };
+    let v: serde_json::Value =
+        serde_json::from_str(reg).map_err(|_| bad("its registration metadata is not JSON"))?;
+    if v["status"] == "degenerate" {
+        return Ok(None);
+    }
+    let vec3 = |x: &serde_json::Value| -> Option<[f64; 3]> {
+        let a = x.as_array()?;
+        Some([a.first()?.as_f64()?, a.get(1)?.as_f64()?, a.get(2)?.as_f64()?])
+    };
+    let r = v["rotation"]
+        .as_array()
+        .and_then(|rows| Some([vec3(rows.first()?)?, vec3(rows.get(1)?)?, vec3(rows.get(2)?)?]));
+    match (r, vec3(&v["centre"]), vec3(&v["translation"])) {
+        (Some(r), Some(c), Some(t)) => Ok(Some((r, c, t))),
+        _ => Err(bad("its registration metadata lacks rotation, centre or translation")),
+    }
 }
 
 /// Points of the kept classes, the number of points read and the input's CRS.
@@ -194,6 +234,18 @@ pub fn run(
             message: format!("no point of classes {:?}", config.classes),
         });
     }
+    // The post-event points the diff co-registered lie where the zones are only with the
+    // same transform.
+    let registration = match zones {
+        Some(z) => diff_registration(z, points)?,
+        None => None,
+    };
+    if let Some((r, c, t)) = registration {
+        for p in pts.iter_mut() {
+            let d = [p[0] - c[0], p[1] - c[1], p[2] - c[2]];
+            *p = [0, 1, 2].map(|i| r[i][0] * d[0] + r[i][1] * d[1] + r[i][2] * d[2] + c[i] + t[i]);
+        }
+    }
     let mut bed = None;
     let mut inputs = vec![points.to_path_buf()];
     if config.surface == Surface::Bed {
@@ -225,7 +277,8 @@ pub fn run(
         .map_err(|source| Error::Tin { path: points.to_path_buf(), source })?;
     let tin = &s.tin;
     // The zones are an input when they shape the region or the bed.
-    let zones_used = config.region == Region::Zones || config.surface == Surface::Bed;
+    let zones_used =
+        config.region == Region::Zones || config.surface == Surface::Bed || registration.is_some();
     inputs.extend(zones.filter(|_| zones_used).map(Path::to_path_buf));
     let prov = talus_io::Provenance::new("terrain", env!("CARGO_PKG_VERSION"), config)
         .with_inputs(&inputs)?
@@ -244,6 +297,7 @@ pub fn run(
         misfit: s.misfit,
         rounds: s.rounds,
         bed,
+        registered: registration.is_some(),
     })
 }
 
@@ -251,6 +305,12 @@ pub fn run(
 impl std::fmt::Display for Summary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let s = self;
+        if s.registered {
+            writeln!(
+                f,
+                "terrain: the post-event points moved by the diff's co-registration (talus:registration of the zones)"
+            )?;
+        }
         if let Some(b) = &s.bed {
             writeln!(
                 f,
