@@ -10,7 +10,8 @@ the same file. Then runs `talus pipeline` on a small synthetic site and reads ev
 GeoParquet file (zones, blocks, final state, thickness) with GeoPandas and with GDAL
 (pyogrio): CRS EPSG:32620, row counts, Z on the blocks' centres; and the DoD GeoTIFFs
 (dz, LoD, significance) with rasterio: CRS, transform and every value equal to the
-DoD table's. Each reader is skipped
+DoD table's; and the run's ParaView series (run/paraview/) with the VTK package and meshio.
+Each reader is skipped
 with a printed reason when it cannot be imported. Exit status is non-zero on any failed
 check.
 """
@@ -189,6 +190,79 @@ def with_geopandas(talus, tmp):
             check(False, f"GDAL {rel}: {type(e).__name__}: {e}")
     with_rasterio(out)
     with_laspy_fields(out)
+    with_paraview(out)
+
+
+def with_paraview(out):
+    """run/paraview/: the VTK package and meshio open the series; boxes sit at the
+    trajectories' centres; the terrain has the TIN's triangles."""
+    import xml.etree.ElementTree as ET
+    try:
+        import numpy as np
+        import pyarrow.parquet as pq
+    except ImportError as e:
+        print(f"skip ParaView checks: {e}")
+        return
+    pv = os.path.join(out, "run", "paraview")
+    try:
+        frames = [(float(d.get("timestep")), d.get("file")) for d in ET.parse(os.path.join(pv, "blocks.pvd")).getroot().iter("DataSet")]
+    except Exception as e:  # noqa: BLE001
+        check(False, f"ParaView collection blocks.pvd: {type(e).__name__}: {e}")
+        return
+    traj = pq.read_table(os.path.join(out, "run", "trajectories.parquet")).to_pandas()
+    steps = sorted(traj["step"].unique())
+    check(len(frames) == len(steps), f"blocks.pvd: {len(frames)} time steps, trajectories have {len(steps)}")
+    last = traj[traj["step"] == steps[-1]].sort_values("id")
+    tris = pq.read_table(os.path.join(out, "terrain", "triangles.parquet")).num_rows
+    readers = []
+    try:
+        import vtk
+        from vtk.util.numpy_support import vtk_to_numpy
+
+        def with_vtk(path):
+            r = vtk.vtkXMLUnstructuredGridReader()
+            r.SetFileName(path)
+            r.Update()
+            g = r.GetOutput()
+            pts = vtk_to_numpy(g.GetPoints().GetData())
+            cell = {g.GetCellData().GetArrayName(i): vtk_to_numpy(g.GetCellData().GetArray(i)) for i in range(g.GetCellData().GetNumberOfArrays())}
+            types = {g.GetCellType(i) for i in range(g.GetNumberOfCells())}
+            return g.GetNumberOfCells(), pts, cell, types
+
+        readers.append(("vtk " + vtk.vtkVersion.GetVTKVersion(), with_vtk))
+        # The collection itself, as ParaView plays it.
+        pr = vtk.vtkPVDReader() if hasattr(vtk, "vtkPVDReader") else None
+        if pr is not None:
+            pr.SetFileName(os.path.join(pv, "blocks.pvd"))
+            pr.UpdateInformation()
+            check(pr.GetNumberOfTimeSteps() == len(frames), f"vtk vtkPVDReader: {pr.GetNumberOfTimeSteps()} time steps")
+    except ImportError as e:
+        print(f"skip vtk checks: {e}")
+    try:
+        import meshio
+
+        def with_meshio(path):
+            m = meshio.read(path)
+            n = sum(len(c.data) for c in m.cells)
+            cell = {k: np.concatenate(v) for k, v in m.cell_data.items()}
+            types = {c.type for c in m.cells}
+            return n, np.asarray(m.points), cell, types
+
+        readers.append(("meshio " + meshio.__version__, with_meshio))
+    except ImportError as e:
+        print(f"skip meshio checks: {e}")
+    for name, read in readers:
+        try:
+            n, pts, cell, types = read(os.path.join(pv, frames[-1][1]))
+            centres = pts.reshape(-1, 8, 3).mean(axis=1)
+            ids = np.asarray(cell["id"]).ravel()
+            order = np.argsort(ids)
+            same = n == len(last) and np.allclose(centres[order], last[["x", "y", "z"]].to_numpy(), atol=1e-9, rtol=0)
+            check(same and len(types) == 1, f"{name} {frames[-1][1]}: {n} hexahedra centred on the last step's blocks; cell data {sorted(cell)}")
+            n, pts, _, types = read(os.path.join(pv, "terrain.vtu"))
+            check(n == tris and len(types) == 1, f"{name} terrain.vtu: {n} triangles (triangles.parquet: {tris})")
+        except Exception as e:  # noqa: BLE001
+            check(False, f"{name} ParaView series: {type(e).__name__}: {e}")
 
 
 def with_laspy_fields(out):

@@ -255,7 +255,8 @@ impl Ensemble {
     }
 
     /// Every member, `jobs` at once (0 = the available cores), each in its own thread
-    /// pool; `ctx.log` gets one line per member. Errors (not failed members) are
+    /// pool; `ctx.log` gets one line per member when it ends, and the stages of each
+    /// member report their progress to `ctx.progress.child("member I")`. Errors (not failed members) are
     /// collected and returned together.
     pub fn run_members(&self, jobs: usize, force: bool, ctx: &Context) -> Result<(), Error> {
         // One writer per calibration directory (members lock their own directories).
@@ -281,8 +282,11 @@ impl Ensemble {
                         if i >= n {
                             break;
                         }
+                        // The member's stages report on a line of their own.
+                        let line = ctx.progress.child(&format!("member {i}"));
+                        let member_ctx = Context { progress: &*line, log: quiet.log };
                         let result = match &pool {
-                            Ok(pool) => pool.install(|| self.run_member(i, force, &quiet)),
+                            Ok(pool) => pool.install(|| self.run_member(i, force, &member_ctx)),
                             Err(e) => Err(Error::Ensemble(format!("thread pool: {e}"))),
                         };
                         let k = done.fetch_add(1, Ordering::SeqCst) + 1;

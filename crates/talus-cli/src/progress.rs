@@ -1,19 +1,29 @@
 //! indicatif progress bars on stderr when it is a terminal; nothing otherwise.
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::Mutex;
 
 /// A [`talus_io::Progress`] drawn with indicatif.
+/// Jobs running at once (calibration members) each get a line of their own
+/// ([`talus_io::Progress::child`]), labelled, under one [`MultiProgress`].
 pub struct Bars {
     bar: Mutex<Option<ProgressBar>>,
     enabled: bool,
+    multi: MultiProgress,
+    /// Label of a child's line (`member 3: `), empty for the main line.
+    prefix: String,
 }
 
 impl Bars {
     /// Bars shown only when stderr is a terminal and not `quiet`.
     pub fn new(quiet: bool) -> Self {
-        Bars { bar: Mutex::new(None), enabled: !quiet && std::io::stderr().is_terminal() }
+        Bars {
+            bar: Mutex::new(None),
+            enabled: !quiet && std::io::stderr().is_terminal(),
+            multi: MultiProgress::with_draw_target(ProgressDrawTarget::stderr()),
+            prefix: String::new(),
+        }
     }
 }
 
@@ -36,7 +46,8 @@ impl talus_io::Progress for Bars {
         } else {
             ProgressBar::new_spinner()
         };
-        bar.set_message(phase.to_string());
+        let bar = self.multi.add(bar);
+        bar.set_message(format!("{}{phase}", self.prefix));
         if let Ok(mut b) = self.bar.lock()
             && let Some(old) = b.replace(bar)
         {
@@ -56,6 +67,14 @@ impl talus_io::Progress for Bars {
         {
             b.finish_and_clear();
         }
+    }
+    fn child(&self, label: &str) -> Box<dyn talus_io::Progress + Send> {
+        Box::new(Bars {
+            bar: Mutex::new(None),
+            enabled: self.enabled,
+            multi: self.multi.clone(),
+            prefix: format!("{label}: "),
+        })
     }
 }
 

@@ -255,6 +255,9 @@ pub struct Config {
     pub planes: Vec<PlaneConfig>,
     /// Write trajectories every this many steps (and always the first and last), 1.
     pub output_every: u64,
+    /// Write the ParaView time series of the run (`paraview/blocks.pvd`, one `.vtu` of
+    /// oriented boxes per output step, and `paraview/terrain.vtu`).
+    pub paraview: bool,
     /// Write a checkpoint every this many steps (0: never), 1.
     pub checkpoint_every: u64,
     /// What to do when a QP is not solved.
@@ -293,6 +296,7 @@ impl Default for Config {
             },
             planes: Vec::new(),
             output_every: 10,
+            paraview: true,
             checkpoint_every: 1000,
             on_solver_failure: OnSolverFailure::Stop,
             allow_initial_overlap: false,

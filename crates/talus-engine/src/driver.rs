@@ -48,6 +48,9 @@ pub struct Summary {
     pub max_abs_balance_error: f64,
     pub resumed_from: Option<u64>,
     pub wall_seconds: f64,
+    /// The ParaView series written (none with `paraview = false`).
+    #[serde(default)]
+    pub paraview: Option<crate::paraview::Series>,
 }
 
 /// Blocks read from a blocks table: the blocks, their densities, the CRS.
@@ -927,6 +930,11 @@ pub fn run(
         &prov,
     )?;
 
+    if config.paraview {
+        let shapes =
+            sim.blocks.iter().map(|b| (b.id, ([b.half.x, b.half.y, b.half.z], b.mass))).collect();
+        summary.paraview = Some(crate::paraview::write_series(out_dir, &shapes, terrain_dir)?);
+    }
     summary.steps = sim.step;
     summary.time = sim.time();
     summary.active_blocks = sim.blocks.iter().filter(|b| b.active).count();
@@ -962,6 +970,21 @@ impl std::fmt::Display for Summary {
             s.initial_energy,
             s.final_kinetic,
             s.dissipated
-        )
+        )?;
+        if let Some(p) = &s.paraview {
+            write!(
+                f,
+                "\n  ParaView series: {}/{} ({} steps){}",
+                names::run::PARAVIEW,
+                names::run::PARAVIEW_BLOCKS,
+                p.frames,
+                if p.terrain {
+                    format!(" and {}", names::run::PARAVIEW_TERRAIN)
+                } else {
+                    String::new()
+                }
+            )?;
+        }
+        Ok(())
     }
 }

@@ -14,6 +14,7 @@ pub mod config;
 pub mod driver;
 pub mod error;
 pub mod geometry;
+pub mod paraview;
 pub mod rotation;
 pub mod sim;
 pub mod solver;

@@ -32,6 +32,7 @@ pub mod provenance;
 pub mod reproject;
 pub mod survey_files;
 pub mod tin;
+pub mod vtk;
 pub mod zones;
 
 pub use atomic::AtomicFile;

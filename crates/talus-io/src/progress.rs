@@ -9,6 +9,11 @@ pub trait Progress: Sync {
     fn inc(&self, _n: u64) {}
     /// The current phase is done.
     fn finish(&self) {}
+    /// Progress of one of several jobs running at once (a calibration member), shown on
+    /// its own line labelled `label`; by default it reports nothing.
+    fn child(&self, _label: &str) -> Box<dyn Progress + Send> {
+        Box::new(NoProgress)
+    }
 }
 
 /// Progress that reports nothing.

@@ -92,6 +92,13 @@ pub mod run {
     pub const CHECKPOINT_STATE: &str = "state.parquet";
     /// A checkpoint's counters, warm-start data and hashes.
     pub const CHECKPOINT_META: &str = "state.json";
+    /// Directory of the ParaView time series (`blocks.pvd`, `blocks_NNNNNNNNNN.vtu`,
+    /// `terrain.vtu`).
+    pub const PARAVIEW: &str = "paraview";
+    /// The ParaView collection of the blocks over time (in [`PARAVIEW`]).
+    pub const PARAVIEW_BLOCKS: &str = "blocks.pvd";
+    /// The terrain TIN for ParaView (in [`PARAVIEW`]).
+    pub const PARAVIEW_TERRAIN: &str = "terrain.vtu";
     /// Every file a finished run leaves, in the order the pipeline records them.
     pub const ALL: [&str; 5] = [FINAL, TRAJECTORIES, ENERGIES, DIAGNOSTICS, TIMINGS];
 }

@@ -119,6 +119,23 @@ fn outputs_are_deterministic_and_resume_is_byte_identical() {
             "{f} differs after resume"
         );
     }
+    // The ParaView series: one file per output step, the same after resume.
+    assert_eq!(sb.paraview.map(|p| (p.frames, p.terrain)), Some((41, false)));
+    let pv = |d: &Path| -> Vec<(String, Vec<u8>)> {
+        let mut files: Vec<_> = std::fs::read_dir(d.join("paraview"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .map(|p| {
+                (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap())
+            })
+            .collect();
+        files.sort();
+        files
+    };
+    let (pa, pb) = (pv(&a), pv(&b));
+    assert_eq!(pa.len(), 42);
+    assert!(pa == pb, "the ParaView series differs after resume");
+    assert!(!b.join(".paraview.partial").exists());
     // The timings of a resumed run cover every step too (those of steps 1..=180 as the
     // first process measured them).
     let (steps, t_step) = timings(&b);
