@@ -10,7 +10,8 @@ the same file. Then runs `talus pipeline` on a small synthetic site and reads ev
 GeoParquet file (zones, blocks, final state, thickness) with GeoPandas and with GDAL
 (pyogrio): CRS EPSG:32620, row counts, Z on the blocks' centres; and the DoD GeoTIFFs
 (dz, LoD, significance) with rasterio: CRS, transform and every value equal to the
-DoD table's; and the run's ParaView series (run/paraview/) with the VTK package and meshio.
+DoD table's; the run's ParaView series (run/paraview/) with the VTK package and meshio; and
+the report in headless Chromium (a screenshot; TALUS_REPORT_SCREENSHOT=path keeps it).
 Each reader is skipped
 with a printed reason when it cannot be imported. Exit status is non-zero on any failed
 check.
@@ -191,6 +192,47 @@ def with_geopandas(talus, tmp):
     with_rasterio(out)
     with_laspy_fields(out)
     with_paraview(out)
+    with_chromium(out)
+
+
+def with_chromium(out):
+    """The report in headless Chromium (the distribution's package): every figure is
+    embedded and captioned, and the page renders (a screenshot that is not blank). With
+    TALUS_REPORT_SCREENSHOT=path the screenshot is kept there for a look."""
+    import re
+    import shutil
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        print("skip report screenshot: chromium is not installed (apt-get install chromium)")
+        return
+    report = os.path.join(out, "compare", "report.html")
+    html = open(report, encoding="utf-8").read()
+    imgs = re.findall(r"<img [^>]*src=\"data:image/png;base64,", html)
+    captions = re.findall(r"<figcaption", html)
+    check(len(imgs) >= 6 and len(captions) >= len(imgs), f"report.html: {len(imgs)} embedded figures, {len(captions)} captions")
+    shot = os.path.join(out, "report.png")
+    r = subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={os.path.join(out, 'chromium-profile')}", "--hide-scrollbars",
+         "--window-size=1400,9000", f"--screenshot={shot}", "file://" + report],
+        capture_output=True, text=True, timeout=120,
+    )
+    if not os.path.exists(shot):
+        check(False, f"chromium screenshot of report.html: {r.stderr.strip()[-300:]}")
+        return
+    try:
+        from PIL import Image
+        im = Image.open(shot).convert("RGB")
+        small = im.resize((140, 900))
+        colours = len(set(small.tobytes()[k:k + 3] for k in range(0, len(small.tobytes()), 3)))
+        check(colours > 200, f"chromium screenshot of report.html: {im.size[0]}x{im.size[1]}, {colours} colours (not blank)")
+    except ImportError:
+        check(os.path.getsize(shot) > 100_000, f"chromium screenshot of report.html: {os.path.getsize(shot)} bytes")
+    keep = os.environ.get("TALUS_REPORT_SCREENSHOT")
+    if keep:
+        shutil.copyfile(shot, keep)
+        print(f"     screenshot kept in {keep}")
 
 
 def with_paraview(out):
