@@ -8,6 +8,7 @@ mod driver;
 mod friction;
 mod heap;
 mod jump;
+mod mass_ratio;
 mod nlgs;
 mod ordering;
 mod rotation;
