@@ -77,6 +77,7 @@ fn run_without_ground_warns() {
         size: [1.0, 1.0, 1.0],
         density: 2600.0,
         mass: 2600.0,
+        class: 0,
         centre: [0.0, 0.0, 10.0],
         orientation: [1.0, 0.0, 0.0, 0.0],
         velocity: [0.0; 3],

@@ -543,16 +543,16 @@ type Profile = (Vec<(f64, f64)>, RGBColor, &'static str);
 
 /// The vertical plane of the section figure: an origin, a unit horizontal direction, and
 /// the axis label.
-struct Section {
+pub(crate) struct Section {
     origin: [f64; 2],
     dir: [f64; 2],
-    label: &'static str,
+    pub(crate) label: &'static str,
 }
 
 impl Section {
     /// Along the flow (the scar's crown towards the deposit) when the survey gives it,
     /// else along the blocks' mean horizontal displacement, else west to east.
-    fn of(data: &Data, map: Option<&ThicknessMap>) -> Section {
+    pub(crate) fn of(data: &Data, map: Option<&ThicknessMap>) -> Section {
         if let Some(f) = map.and_then(|m| crate::metrics::flow_of(data, m)) {
             return Section {
                 origin: [f.crown[0], f.crown[1]],
@@ -579,7 +579,7 @@ impl Section {
         Section { origin: [0.0, 0.0], dir: [1.0, 0.0], label: "easting (m)" }
     }
 
-    fn along(&self, x: f64, y: f64) -> f64 {
+    pub(crate) fn along(&self, x: f64, y: f64) -> f64 {
         (x - self.origin[0]) * self.dir[0] + (y - self.origin[1]) * self.dir[1]
     }
 }

@@ -108,6 +108,8 @@ pub struct Blocks {
     /// Orientation quaternions (w, x, y, z), body to world.
     pub q: Vec<[f64; 4]>,
     pub active: Vec<bool>,
+    /// Size class as seeded (0 = the largest).
+    pub class: Vec<u32>,
 }
 
 impl Blocks {
@@ -137,6 +139,7 @@ impl Blocks {
             z: rows.iter().map(|r| r.centre[2]).collect(),
             q: rows.iter().map(|r| r.orientation).collect(),
             active: rows.iter().map(|r| r.active).collect(),
+            class: rows.iter().map(|r| r.class).collect(),
         })
     }
 }
@@ -390,6 +393,7 @@ fn initial_from_trajectories(final_blocks: &Blocks, tr: &Trajectories) -> Blocks
         b.z.push(tr.z[r]);
         b.q.push(final_blocks.q[k]);
         b.active.push(true);
+        b.class.push(final_blocks.class[k]);
     }
     if b.is_empty() {
         return final_blocks.clone();

@@ -44,6 +44,7 @@ pub mod hazard;
 pub mod inputs;
 pub mod metrics;
 pub mod report;
+pub mod sizes;
 pub mod trajectory_lines;
 
 pub use config::Config;
@@ -166,7 +167,8 @@ pub fn run(
     let hazard = hazard_maps(config, &data);
     let figs = figures::draw_all(config, &data, map.as_ref(), hazard.as_ref(), &out.figures)?;
     progress.finish();
-    report::write(&out.report, site, config, &data, &metrics, &figs)?;
+    let size_table = sizes::table(&data, map.as_ref());
+    report::write(&out.report, site, config, &data, &metrics, &figs, &size_table)?;
     let mut written = vec![out.metrics_parquet.clone(), out.metrics_json.clone()];
     if let (Some(m), Some(s)) = (&map, &data.survey) {
         written.push(out.thickness.clone());

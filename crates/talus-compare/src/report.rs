@@ -23,6 +23,7 @@ pub fn render(
     data: &Data,
     metrics: &[Metric],
     figures: &[(Figure, Vec<u8>)],
+    sizes: &(Vec<crate::sizes::SizeRow>, &str),
 ) -> String {
     let mut h = String::new();
     let title = if site.name.is_empty() {
@@ -78,6 +79,30 @@ pub fn render(
         );
     }
 
+    if !sizes.0.is_empty() {
+        let _ = writeln!(
+            h,
+            "<h2>Block sizes</h2>\n<p>Per size class as seeded (the <code>class</code> column of the blocks tables, 0 = the largest): where the blocks started and where those still on the terrain stopped, as {} (do the large blocks run further?).</p>",
+            escape(sizes.1)
+        );
+        h.push_str("<table><tr><th>class</th><th>block volume (m³)</th><th>blocks</th><th>volume (m³)</th><th>deposited</th><th>start, median (m)</th><th>stop, median (m)</th><th>stop, 90th percentile (m)</th></tr>\n");
+        for r in &sizes.0 {
+            let _ = writeln!(
+                h,
+                "<tr><td class=\"num\">{}</td><td class=\"num\">{:.1}</td><td class=\"num\">{}</td><td class=\"num\">{:.0}</td><td class=\"num\">{}</td><td class=\"num\">{:.1}</td><td class=\"num\">{:.1}</td><td class=\"num\">{:.1}</td></tr>",
+                r.class,
+                r.block_volume,
+                r.blocks,
+                r.volume,
+                r.deposited,
+                r.start_median,
+                r.stop_median,
+                r.stop_p90
+            );
+        }
+        h.push_str("</table>\n");
+    }
+
     h.push_str(
         "<h2>Run diagnostics</h2>\n<p>Steps by the worst status of the contact problems solved in them (the <code>status</code> column of <code>run/diagnostics.parquet</code>).</p>\n<table><tr><th>solver status</th><th>steps</th><th>meaning</th></tr>\n",
     );
@@ -126,13 +151,17 @@ pub fn write(
     data: &Data,
     metrics: &[Metric],
     figures: &[Figure],
+    sizes: &(Vec<crate::sizes::SizeRow>, &str),
 ) -> Result<(), Error> {
     let mut figs = Vec::with_capacity(figures.len());
     for f in figures {
         let bytes = std::fs::read(&f.path).map_err(|e| Error::input(&f.path, e.to_string()))?;
         figs.push((f.clone(), bytes));
     }
-    talus_io::AtomicFile::write_all(path, render(site, config, data, metrics, &figs).as_bytes())?;
+    talus_io::AtomicFile::write_all(
+        path,
+        render(site, config, data, metrics, &figs, sizes).as_bytes(),
+    )?;
     Ok(())
 }
 

@@ -71,6 +71,7 @@ fn write_blocks(path: &Path, rows: &[BlockRow]) {
             col(&|r| r.dims[2]),
             f64a(vec![2500.0; n]),
             col(&|r| 2500.0 * r.dims[0] * r.dims[1] * r.dims[2]),
+            Arc::new(UInt32Array::from(vec![0u32; n])),
             col(&|r| r.pos[0]),
             col(&|r| r.pos[1]),
             col(&|r| r.pos[2]),

@@ -53,10 +53,11 @@ pub struct Summary {
     pub paraview: Option<crate::paraview::Series>,
 }
 
-/// Blocks read from a blocks table: the blocks, their densities, the CRS.
+/// Blocks read from a blocks table: the blocks, their densities and size classes, the CRS.
 pub struct BlocksInput {
     pub blocks: Vec<Block>,
     pub densities: Vec<f64>,
+    pub classes: Vec<u32>,
     pub crs: Option<Crs>,
 }
 
@@ -96,7 +97,12 @@ pub fn read_blocks(path: &Path) -> Result<BlocksInput, Error> {
         blocks.push(blk);
     }
     crate::sim::validate_blocks(&blocks).map_err(|e| input_err(path, e.to_string()))?;
-    Ok(BlocksInput { blocks, densities: rows.iter().map(|r| r.density).collect(), crs: prov.crs })
+    Ok(BlocksInput {
+        blocks,
+        densities: rows.iter().map(|r| r.density).collect(),
+        classes: rows.iter().map(|r| r.class).collect(),
+        crs: prov.crs,
+    })
 }
 
 /// Read a terrain directory ([`talus_io::tin::read`]) into the TIN collider.
@@ -297,15 +303,21 @@ pub fn diagnostics_batch(rows: &[DiagRow]) -> RecordBatch {
 }
 
 /// The rows of the blocks table of a state (final state, or a checkpoint).
-pub fn block_rows(blocks: &[Block], densities: &[f64]) -> Vec<talus_io::blocks::BlockRow> {
+pub fn block_rows(
+    blocks: &[Block],
+    densities: &[f64],
+    classes: &[u32],
+) -> Vec<talus_io::blocks::BlockRow> {
     blocks
         .iter()
         .zip(densities)
-        .map(|(b, &density)| talus_io::blocks::BlockRow {
+        .zip(classes)
+        .map(|((b, &density), &class)| talus_io::blocks::BlockRow {
             id: b.id,
             size: (2.0 * b.half).into(),
             density,
             mass: b.mass,
+            class,
             centre: b.pos.into(),
             orientation: [b.rot.w, b.rot.i, b.rot.j, b.rot.k],
             velocity: b.vel.into(),
@@ -679,6 +691,7 @@ pub fn run(
     }
     let fingerprint = fingerprint(&prov);
     let densities = input.densities.clone();
+    let classes = input.classes.clone();
     let n_steps = config.n_steps();
     let mut sim = Simulation::new(config.clone(), input.blocks, statics(config, tin))?;
     let mut summary = Summary { blocks: sim.blocks.len(), ..Default::default() };
@@ -884,7 +897,7 @@ pub fn run(
             done.finish()?;
             talus_io::blocks::write(
                 &cur_dir.join(names::run::CHECKPOINT_STATE),
-                &block_rows(&sim.blocks, &densities),
+                &block_rows(&sim.blocks, &densities, &classes),
                 &prov,
             )?;
             let t = sim.totals;
@@ -926,7 +939,7 @@ pub fn run(
     main.finish()?;
     talus_io::blocks::write(
         &out_dir.join(names::run::FINAL),
-        &block_rows(&sim.blocks, &densities),
+        &block_rows(&sim.blocks, &densities, &classes),
         &prov,
     )?;
 

@@ -20,6 +20,8 @@ pub struct BlockRow {
     /// Mass, kg (the writer stores what it is given: density · a · b · c as its stage
     /// computes it).
     pub mass: f64,
+    /// Size class as seeded (0 = the largest; 0 for a single size).
+    pub class: u32,
     /// Centre of mass, m.
     pub centre: [f64; 3],
     /// Orientation quaternion (w, x, y, z), body to world, stored bit for bit.
@@ -44,6 +46,7 @@ pub fn batch(rows: &[BlockRow]) -> RecordBatch {
         f(&|r| r.size[2]),
         f(&|r| r.density),
         f(&|r| r.mass),
+        Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| r.class))),
         f(&|r| r.centre[0]),
         f(&|r| r.centre[1]),
         f(&|r| r.centre[2]),
@@ -85,7 +88,13 @@ pub fn write(path: &Path, rows: &[BlockRow], prov: &Provenance) -> Result<()> {
 /// velocity and quaternion finite, no zero quaternion. Errors name the file, the block id
 /// and its row. Returns the rows and the file's provenance (its CRS).
 pub fn read(path: &Path) -> Result<(Vec<BlockRow>, Provenance)> {
-    let t = read_table(path, &talus_schema::blocks::schema())?;
+    // `class` is optional on reading (tables written before it existed hold one class).
+    let full = talus_schema::blocks::schema();
+    let required = arrow::datatypes::Schema::new(
+        full.fields().iter().filter(|f| f.name() != "class").cloned().collect::<Vec<_>>(),
+    );
+    let t = read_table(path, &required)?;
+    let class = if t.has_column("class") { t.u32s("class")? } else { vec![0; t.num_rows()] };
     let g = |c: &str| t.f64s(c);
     let (id, a, b, c, rho, mass) =
         (t.u32s("id")?, g("a")?, g("b")?, g("c")?, g("density")?, g("mass")?);
@@ -123,6 +132,7 @@ pub fn read(path: &Path) -> Result<(Vec<BlockRow>, Provenance)> {
             size: [a[k], b[k], c[k]],
             density: rho[k],
             mass: mass[k],
+            class: class[k],
             centre: vectors[0].1,
             orientation: q,
             velocity: vectors[1].1,
@@ -143,6 +153,7 @@ mod tests {
             size: [1.0, 2.0, 0.5],
             density: 2600.0,
             mass: 2600.0,
+            class: id % 3,
             centre: [700_000.5 + id as f64, 1_620_000.25, 412.0],
             orientation: [0.5f64.sqrt(), 0.0, 0.0, 0.5f64.sqrt()],
             velocity: [1.0, -2.0, 0.25],

@@ -18,6 +18,13 @@ pub fn schema() -> Schema {
         f64m("c", "m", "edge length along body axis 3"),
         f64m("density", "kg/m^3", "rock density"),
         f64m("mass", "kg", "mass = density * a * b * c"),
+        field(
+            "class",
+            DataType::UInt32,
+            false,
+            "1",
+            "size class as seeded (0 = the largest; 0 for every block of a single size); tables written before the column existed read as 0",
+        ),
         f64m("x", "m", "centre of mass, easting"),
         f64m("y", "m", "centre of mass, northing"),
         f64m("z", "m", "centre of mass, elevation"),

@@ -15,12 +15,21 @@ pub struct Block {
     pub velocity: [f64; 3],
     /// Angular velocity (world frame), rad/s.
     pub angular_velocity: [f64; 3],
+    /// Size class (0 = the largest seeded; 0 for a single size).
+    pub class: u32,
 }
 
 impl Block {
     /// A block at rest.
     pub fn at_rest(size: [f64; 3], centre: [f64; 3], orientation: UnitQuaternion<f64>) -> Self {
-        Block { size, centre, orientation, velocity: [0.0; 3], angular_velocity: [0.0; 3] }
+        Block {
+            size,
+            centre,
+            orientation,
+            velocity: [0.0; 3],
+            angular_velocity: [0.0; 3],
+            class: 0,
+        }
     }
 
     /// Volume, m³.

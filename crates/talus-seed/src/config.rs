@@ -15,6 +15,11 @@ pub struct Config {
     /// Further size classes [a, b, c] (m), placed after `size` in the space it leaves,
     /// in the order given (a block-size distribution).
     pub extra_sizes: Vec<[f64; 3]>,
+    /// A block-size distribution instead of `size` and `extra_sizes` (which must then be
+    /// left out): size classes, or a truncated power law of block volume. Classes are
+    /// placed from the largest volume down, each in the space the larger ones leave, each
+    /// up to its share of the volume to fill.
+    pub sizes: Option<Sizes>,
     /// Target number of blocks: when set, every size is scaled by one factor (shapes
     /// kept) chosen so the count is as close as possible to the target.
     pub target_count: Option<usize>,
@@ -59,6 +64,7 @@ impl Default for Config {
         Config {
             size: [10.935, 9.636, 15.775],
             extra_sizes: Vec::new(),
+            sizes: None,
             target_count: None,
             density: 2700.0,
             azimuth: None,
@@ -74,13 +80,162 @@ impl Default for Config {
     }
 }
 
+/// A block-size distribution.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "distribution", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Sizes {
+    /// Size classes, each with the share of the volume to fill it may take.
+    Classes {
+        /// The classes (any order: they are placed from the largest volume down).
+        classes: Vec<SizeClass>,
+    },
+    /// A truncated power law of block volume, N(> V) ∝ V^(−exponent) for
+    /// `min_volume` ≤ V ≤ `max_volume` (the form fitted to rockfall inventories and
+    /// deposits, e.g. Ruiz-Carulla, Corominas & Mavrouli 2015), cut into `classes`
+    /// classes of equal log-width. A class holds the share of the volume
+    /// ∫ V n(V) dV over its range, and its blocks have the class's geometric-mean
+    /// volume and the shape `shape`.
+    PowerLaw {
+        /// Exponent b of the cumulative number N(> V) ∝ V^(−b), > 0 (b < 1: the volume
+        /// is in the large blocks).
+        exponent: f64,
+        /// Smallest block volume, m³.
+        min_volume: f64,
+        /// Largest block volume, m³.
+        max_volume: f64,
+        /// Edge ratios a : b : c of every block (c vertical), scaled to each class's
+        /// volume.
+        shape: [f64; 3],
+        /// Number of classes, 1-12.
+        classes: usize,
+    },
+}
+
+/// One size class of [`Sizes::Classes`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SizeClass {
+    /// Edges [a, b, c], m (c vertical).
+    pub size: [f64; 3],
+    /// Largest share of the volume to fill the class takes, 0-1; none: as many blocks as
+    /// fit.
+    #[serde(default)]
+    pub volume_fraction: Option<f64>,
+}
+
+/// A class as seeded: its edges and its share of the volume to fill (none: no cap).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Class {
+    pub size: [f64; 3],
+    pub volume_fraction: Option<f64>,
+}
+
 impl Config {
+    /// The size classes in placing order: `size` then `extra_sizes` as given, or the
+    /// distribution's classes from the largest volume down.
+    pub fn classes(&self) -> Vec<Class> {
+        let vol = |s: &[f64; 3]| s[0] * s[1] * s[2];
+        match &self.sizes {
+            None => std::iter::once(self.size)
+                .chain(self.extra_sizes.iter().copied())
+                .map(|size| Class { size, volume_fraction: None })
+                .collect(),
+            Some(Sizes::Classes { classes }) => {
+                let mut c: Vec<Class> = classes
+                    .iter()
+                    .map(|k| Class { size: k.size, volume_fraction: k.volume_fraction })
+                    .collect();
+                c.sort_by(|a, b| vol(&b.size).total_cmp(&vol(&a.size)));
+                c
+            }
+            Some(Sizes::PowerLaw { exponent, min_volume, max_volume, shape, classes }) => {
+                let k = (*classes).max(1);
+                let b = *exponent;
+                let ratio = (max_volume / min_volume).powf(1.0 / k as f64);
+                // Share of the volume in [v0, v1]: ∫ V^(−b) dV (V n(V) ∝ V^(−b)).
+                let mass = |v0: f64, v1: f64| {
+                    if (b - 1.0).abs() < 1e-12 {
+                        (v1 / v0).ln()
+                    } else {
+                        (v1.powf(1.0 - b) - v0.powf(1.0 - b)) / (1.0 - b)
+                    }
+                };
+                let total = mass(*min_volume, *max_volume);
+                let unit: f64 = shape.iter().product();
+                (0..k)
+                    .rev()
+                    .map(|i| {
+                        let v0 = min_volume * ratio.powi(i as i32);
+                        let v1 = v0 * ratio;
+                        let v = (v0 * v1).sqrt();
+                        let s = (v / unit).cbrt();
+                        Class {
+                            size: [shape[0] * s, shape[1] * s, shape[2] * s],
+                            volume_fraction: Some(mass(v0, v1) / total),
+                        }
+                    })
+                    .collect()
+            }
+        }
+    }
+
     /// Check the options before any work.
     pub fn validate(&self) -> Result<(), Error> {
         let bad = |m: String| Err(Error::Config(m));
         for s in std::iter::once(&self.size).chain(&self.extra_sizes) {
             if !s.iter().all(|&e| positive(e)) {
                 return bad(format!("block size {s:?} m: every edge must be > 0"));
+            }
+        }
+        if let Some(sizes) = &self.sizes {
+            if !self.extra_sizes.is_empty() || self.size != Config::default().size {
+                return bad("set either `size`/`extra_sizes` or `sizes`, not both".into());
+            }
+            match sizes {
+                Sizes::Classes { classes } => {
+                    if classes.is_empty() {
+                        return bad("sizes.classes needs at least one class".into());
+                    }
+                    let mut sum = 0.0;
+                    for c in classes {
+                        if !c.size.iter().all(|&e| positive(e)) {
+                            return bad(format!(
+                                "sizes.classes: size {:?} m: every edge must be > 0",
+                                c.size
+                            ));
+                        }
+                        if let Some(f) = c.volume_fraction {
+                            if !(f > 0.0 && f <= 1.0) {
+                                return bad(format!(
+                                    "sizes.classes: volume_fraction {f} must be in (0, 1]"
+                                ));
+                            }
+                            sum += f;
+                        }
+                    }
+                    if sum > 1.0 + 1e-9 {
+                        return bad(format!(
+                            "sizes.classes: the volume fractions add up to {sum}, more than 1"
+                        ));
+                    }
+                }
+                Sizes::PowerLaw { exponent, min_volume, max_volume, shape, classes } => {
+                    if !positive(*exponent) {
+                        return bad(format!("sizes.exponent = {exponent} must be > 0"));
+                    }
+                    if !(positive(*min_volume) && max_volume.is_finite() && max_volume > min_volume)
+                    {
+                        return bad(format!(
+                            "sizes: need 0 < min_volume < max_volume, got {min_volume} and {max_volume} m³"
+                        ));
+                    }
+                    if !shape.iter().all(|&e| positive(e)) {
+                        return bad(format!("sizes.shape {shape:?}: every ratio must be > 0"));
+                    }
+                    if !(1..=12).contains(classes) {
+                        return bad(format!("sizes.classes = {classes} must be in 1..=12"));
+                    }
+                }
             }
         }
         if !positive(self.density) {

@@ -48,6 +48,33 @@ pub struct ClassCount {
     pub size: [f64; 3],
     /// Blocks placed.
     pub blocks: usize,
+    /// Their volume, m³.
+    pub volume: f64,
+    /// The share of the volume to fill the class was allowed (none: no cap).
+    pub volume_fraction_target: Option<f64>,
+}
+
+/// The exponent b of N(≥ V) ∝ V^(−b) fitted (least squares in log-log) to the classes'
+/// cumulative counts, largest first; none with fewer than two classes holding blocks.
+pub fn fitted_exponent(classes: &[ClassCount]) -> Option<f64> {
+    let mut pts = Vec::new();
+    let mut cumulative = 0usize;
+    for c in classes {
+        cumulative += c.blocks;
+        if c.blocks > 0 {
+            let v: f64 = c.size.iter().product();
+            pts.push((v.ln(), (cumulative as f64).ln()));
+        }
+    }
+    if pts.len() < 2 {
+        return None;
+    }
+    let n = pts.len() as f64;
+    let (mx, my) =
+        (pts.iter().map(|p| p.0).sum::<f64>() / n, pts.iter().map(|p| p.1).sum::<f64>() / n);
+    let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    (sxx > 0.0).then(|| -sxy / sxx)
 }
 
 /// What the stage did.
@@ -55,8 +82,10 @@ pub struct ClassCount {
 pub struct Summary {
     /// Blocks written.
     pub blocks: usize,
-    /// Blocks per size class (after scaling to the target count).
+    /// Blocks per size class, largest first (after scaling to the target count).
     pub classes: Vec<ClassCount>,
+    /// Exponent b of N(≥ V) ∝ V^(−b) of the blocks placed ([`fitted_exponent`]).
+    pub fitted_exponent: Option<f64>,
     /// Σ a b c over blocks, m³.
     pub seeded_volume: f64,
     /// Volume between the surfaces inside the scar, m³.
@@ -202,14 +231,14 @@ pub fn seed_above(
         Some(a) => a.to_radians(),
         None => void::facing_azimuth(void).0,
     };
-    let sizes: Vec<[f64; 3]> =
-        std::iter::once(config.size).chain(config.extra_sizes.iter().copied()).collect();
+    let sizes = config.classes();
     let run_at = |scale: f64, azimuth: f64| {
         let mut v = void.clone();
         let mut blocks = Vec::new();
         let mut classes = Vec::new();
-        for s in &sizes {
-            let size = [s[0] * scale, s[1] * scale, s[2] * scale];
+        for (k, s) in sizes.iter().enumerate() {
+            let size = s.size.map(|e| e * scale);
+            let each: f64 = size.iter().product();
             let p = pack::Paving {
                 size,
                 azimuth,
@@ -217,9 +246,18 @@ pub fn seed_above(
                 gap: config.gap,
                 clearance: config.clearance,
                 min_inside: config.min_inside,
+                max_blocks: s.volume_fraction.map(|f| (f * volume / each).round() as usize),
             };
-            let b = pack::pave(&mut v, outline, terrain, &p, config.stacking, progress);
-            classes.push(ClassCount { size, blocks: b.len() });
+            let mut b = pack::pave(&mut v, outline, terrain, &p, config.stacking, progress);
+            for blk in &mut b {
+                blk.class = k as u32;
+            }
+            classes.push(ClassCount {
+                size,
+                blocks: b.len(),
+                volume: each * b.len() as f64,
+                volume_fraction_target: s.volume_fraction,
+            });
             blocks.extend(b);
         }
         (blocks, classes)
@@ -267,12 +305,13 @@ pub fn seed_above(
         }
     };
     if blocks.is_empty() {
-        return Err(Error::NothingFits { size: config.size, volume, cells });
+        return Err(Error::NothingFits { size: sizes[0].size, volume, cells });
     }
     let seeded: f64 = blocks.iter().map(Block::volume).sum();
     let volume_in_void = blocks.iter().map(|b| b.volume() * fraction_below(b, void)).sum();
     let summary = Summary {
         blocks: blocks.len(),
+        fitted_exponent: fitted_exponent(&classes),
         classes,
         seeded_volume: seeded,
         volume_to_fill: volume,
@@ -313,7 +352,7 @@ fn fraction_below(b: &Block, void: &Void) -> f64 {
 
 /// First guess of the scale factor on every size that seeds `target` blocks in `volume`.
 fn target_scale(config: &Config, volume: f64, target: usize) -> f64 {
-    let v0: f64 = config.size.iter().product();
+    let v0: f64 = config.classes()[0].size.iter().product();
     (0.8 * volume / (target as f64 * v0)).cbrt()
 }
 
@@ -329,6 +368,7 @@ pub fn block_rows(blocks: &[Block], density: f64) -> Vec<talus_io::blocks::Block
                 size: b.size,
                 density,
                 mass: density * b.volume(),
+                class: b.class,
                 centre: b.centre,
                 orientation: [q.w, q.i, q.j, q.k],
                 velocity: b.velocity,
@@ -365,6 +405,7 @@ pub fn read_blocks(path: &Path) -> Result<(Vec<Block>, Vec<f64>), Error> {
             )),
             velocity: r.velocity,
             angular_velocity: r.angular_velocity,
+            class: r.class,
         })
         .collect();
     Ok((blocks, rows.iter().map(|r| r.density).collect()))
@@ -468,6 +509,24 @@ impl std::fmt::Display for Summary {
             s.volume_to_fill,
             100.0 * s.fill_fraction
         )?;
+        if s.classes.len() > 1 {
+            for (k, c) in s.classes.iter().enumerate() {
+                let share = 100.0 * c.volume / s.volume_to_fill.max(f64::MIN_POSITIVE);
+                let target = c
+                    .volume_fraction_target
+                    .map_or(String::new(), |t| format!(" (share allowed {:.1} %)", 100.0 * t));
+                write!(
+                    f,
+                    "\n  class {k}: {} blocks of {:.1} m³, {:.0} m³ = {share:.1} % of the volume to fill{target}",
+                    c.blocks,
+                    c.size.iter().product::<f64>(),
+                    c.volume
+                )?;
+            }
+            if let Some(b) = s.fitted_exponent {
+                write!(f, "\n  fitted N(≥V) ∝ V^-b: b = {b:.3}")?;
+            }
+        }
         if s.min_inside < 1.0 {
             write!(
                 f,

@@ -31,6 +31,9 @@ pub struct Paving {
     pub clearance: f64,
     /// Least fraction of a block's volume below the pre-event surface (1 = wholly).
     pub min_inside: f64,
+    /// At most this many blocks (the first ones in strip, column, level order; the
+    /// space of the others stays free for later classes); none = as many as fit.
+    pub max_blocks: Option<usize>,
 }
 
 /// Geometric tolerance of the containment tests, m.
@@ -237,7 +240,12 @@ pub fn pave(
     }
     let q = UnitQuaternion::from_axis_angle(&Vector3::z_axis(), p.azimuth);
     let mut blocks = Vec::new();
+    let cap = p.max_blocks.unwrap_or(usize::MAX);
     for (i, j, base, n) in placed {
+        let n = n.min(u32::try_from(cap - blocks.len()).unwrap_or(u32::MAX));
+        if n == 0 {
+            break;
+        }
         let ctr = centre(i, j);
         for k in 0..n {
             let z = base + 0.5 * c + k as f64 * (c + p.gap);

@@ -92,6 +92,7 @@ pub fn read(dir: &Path, n: usize) -> Result<Vec<Block>, Error> {
             orientation: quaternion_of_axes(l[3], l[4], l[5]),
             velocity: l[1],
             angular_velocity: l[2],
+            class: 0,
         });
     }
     Ok(blocks)

@@ -12,7 +12,9 @@ use talus_io::{NoProgress, Provenance};
 fn write_blocks(path: &Path, blocks: &[Block]) {
     let dens = vec![2000.0; blocks.len()];
     let prov = Provenance::new("seed", "test", &serde_json::json!({}));
-    talus_io::blocks::write(path, &block_rows(blocks, &dens), &prov).unwrap();
+    // Size classes 0, 1, 0, 1, ...: carried through the run to final.parquet.
+    let classes: Vec<u32> = (0..blocks.len() as u32).map(|i| i % 2).collect();
+    talus_io::blocks::write(path, &block_rows(blocks, &dens, &classes), &prov).unwrap();
 }
 
 fn scene() -> Vec<Block> {
@@ -91,6 +93,7 @@ fn outputs_are_deterministic_and_resume_is_byte_identical() {
         talus_io::read_table(&a.join("final.parquet"), &talus_schema::blocks::schema()).unwrap();
     assert_eq!(fin.num_rows(), 4);
     assert!(fin.metadata.contains_key("geo"));
+    assert_eq!(fin.u32s("class").unwrap(), vec![0, 1, 0, 1], "size classes kept");
     // Wall times are measured (the default), in timings.parquet only.
     assert!(cfg.wall_times);
     let (steps, t_step) = timings(&a);
@@ -251,7 +254,8 @@ fn resume_from_every_checkpoint(config: Config) {
     let blocks = crate::common::thesis_blocks(&crate::common::thesis_dir(), 100);
     let dens = vec![5000.0; blocks.len()];
     let prov = Provenance::new("seed", "test", &serde_json::json!({}));
-    talus_io::blocks::write(&input, &block_rows(&blocks, &dens), &prov).unwrap();
+    talus_io::blocks::write(&input, &block_rows(&blocks, &dens, &vec![0; blocks.len()]), &prov)
+        .unwrap();
     let a = tmp.path().join("a");
     let sa = run(&config, &input, None, &a, false, &NoProgress).unwrap();
     assert!(sa.max_contacts > 50, "{} contacts: the heap must form", sa.max_contacts);

@@ -160,6 +160,69 @@ fn size_classes_fill_more_and_target_count_is_met() {
 }
 
 #[test]
+fn a_power_law_of_sizes_is_placed_largest_first_within_each_class_share() {
+    let (v, o) = cliff(-0.7, 45.0);
+    let sizes = talus_seed::config::Sizes::PowerLaw {
+        exponent: 0.7,
+        min_volume: 20.0,
+        max_volume: 2500.0,
+        shape: [1.0, 0.88, 1.44],
+        classes: 3,
+    };
+    let config = Config { sizes: Some(sizes), ..Config::default() };
+    let classes = config.classes();
+    // Classes of equal log-width, largest first, shares of ∫ V^-b dV adding up to 1.
+    let vols: Vec<f64> = classes.iter().map(|c| c.size.iter().product()).collect();
+    let ratio = (2500.0f64 / 20.0).powf(1.0 / 3.0);
+    assert!((vols[0] / vols[1] - ratio).abs() < 1e-9 && (vols[1] / vols[2] - ratio).abs() < 1e-9);
+    assert!((vols[2] - 20.0 * ratio.sqrt()).abs() < 1e-9, "{vols:?}");
+    let shares: Vec<f64> = classes.iter().map(|c| c.volume_fraction.unwrap()).collect();
+    assert!((shares.iter().sum::<f64>() - 1.0).abs() < 1e-12, "{shares:?}");
+    // b < 1: the volume is in the large blocks; class shares ∝ r^((1-b) k).
+    assert!((shares[0] / shares[1] - ratio.powf(0.3)).abs() < 1e-9);
+    let edge = |c: &talus_seed::config::Class| c.size[0] / c.size[2];
+    assert!(classes.iter().all(|c| (edge(c) - 1.0 / 1.44).abs() < 1e-12));
+
+    let s = seed(&config, &v, Some(&o), Path::new("c"), &NoProgress).unwrap();
+    println!("{}", s.summary);
+    assert_disjoint(&s.blocks);
+    assert_corners_inside(&s.blocks, &v, &o);
+    let fill = s.summary.volume_to_fill;
+    for (k, c) in s.summary.classes.iter().enumerate() {
+        let each: f64 = c.size.iter().product();
+        assert!(c.volume <= shares[k] * fill + each, "class {k} over its share: {c:?}");
+        // Each block carries its class.
+        let n = s.blocks.iter().filter(|b| b.class == k as u32).count();
+        assert_eq!(n, c.blocks);
+        assert!(s.blocks.iter().filter(|b| b.class == k as u32).all(|b| b.size == c.size));
+    }
+    assert!(s.summary.classes.iter().all(|c| c.blocks > 0));
+    assert!(s.summary.fitted_exponent.is_some());
+}
+
+#[test]
+fn the_fitted_exponent_recovers_an_exact_power_law() {
+    // N(≥ V) = 1000 V^-0.8 at V = 1000, 100, 10: cumulative counts 4, 25, 158 (rounded).
+    let mk = |v: f64, n: usize| talus_seed::ClassCount {
+        size: [v.cbrt(); 3],
+        blocks: n,
+        volume: v * n as f64,
+        volume_fraction_target: None,
+    };
+    let n = |v: f64| 1000.0 * v.powf(-0.8);
+    let c = [mk(1000.0, n(1000.0) as usize), mk(100.0, 0), mk(10.0, 0)];
+    assert_eq!(talus_seed::fitted_exponent(&c[..1]), None);
+    let (n1, n2, n3) = (n(1000.0), n(100.0), n(10.0));
+    let exact = [mk(1000.0, 1), mk(100.0, 1), mk(10.0, 1)]
+        .iter()
+        .zip([n1, n2 - n1, n3 - n2])
+        .map(|(c, k)| talus_seed::ClassCount { blocks: (k * 1e6).round() as usize, ..c.clone() })
+        .collect::<Vec<_>>();
+    let b = talus_seed::fitted_exponent(&exact).unwrap();
+    assert!((b - 0.8).abs() < 1e-6, "{b}");
+}
+
+#[test]
 fn bad_voids_are_clear_errors() {
     let grid = GridGeometry { x0: 0.0, y0: 0.0, cell: 1.0, nx: 20, ny: 20 };
     let rect = [[2.0, 2.0], [12.0, 2.0], [12.0, 12.0], [2.0, 12.0]];
@@ -182,6 +245,43 @@ fn bad_voids_are_clear_errors() {
             seed(&bad, &v, Some(&o), Path::new("d"), &NoProgress),
             Err(Error::Config(_))
         ));
+    }
+    use talus_seed::config::{SizeClass, Sizes};
+    let class = |size: [f64; 3], f: Option<f64>| SizeClass { size, volume_fraction: f };
+    for (bad, says) in [
+        (
+            Config {
+                size: [2.0, 2.0, 2.0],
+                sizes: Some(Sizes::Classes { classes: vec![class([1.0; 3], None)] }),
+                ..Config::default()
+            },
+            "either `size`/`extra_sizes` or `sizes`",
+        ),
+        (
+            Config {
+                sizes: Some(Sizes::Classes {
+                    classes: vec![class([2.0; 3], Some(0.7)), class([1.0; 3], Some(0.6))],
+                }),
+                ..Config::default()
+            },
+            "more than 1",
+        ),
+        (
+            Config {
+                sizes: Some(Sizes::PowerLaw {
+                    exponent: 0.8,
+                    min_volume: 10.0,
+                    max_volume: 5.0,
+                    shape: [1.0; 3],
+                    classes: 3,
+                }),
+                ..Config::default()
+            },
+            "min_volume < max_volume",
+        ),
+    ] {
+        let e = seed(&bad, &v, Some(&o), Path::new("d"), &NoProgress).unwrap_err().to_string();
+        assert!(e.contains(says), "{e}");
     }
     // Empty scar.
     let (e_v, e_o) =
