@@ -40,6 +40,10 @@ pub struct Config {
     /// Lattice positions per block edge searched for strips and columns (finer = fuller
     /// paving, slower).
     pub lattice: usize,
+    /// Pave on DoD cells cut into this many parts per side (the surfaces unchanged): a
+    /// column then takes only the sub-cells it covers, and smaller classes use the rest
+    /// of the cells; 1 = the DoD's cells.
+    pub subdivide: usize,
     /// Free space between neighbouring blocks, m.
     pub gap: f64,
     /// Free space between the post-event surface (the DoD's, and the terrain TIN's when
@@ -71,6 +75,7 @@ impl Default for Config {
             axis_snap: 10.0,
             stacking: pack::Stacking::Best,
             lattice: 12,
+            subdivide: 1,
             gap: 0.0,
             clearance: 0.0,
             min_inside: 1.0,
@@ -243,6 +248,9 @@ impl Config {
         }
         if self.target_count == Some(0) {
             return bad("target_count must be >= 1".into());
+        }
+        if !(1..=16).contains(&self.subdivide) {
+            return bad(format!("subdivide = {} must be in 1..=16", self.subdivide));
         }
         if self.lattice == 0 || self.lattice > 256 {
             return bad("lattice must be in 1..=256".into());

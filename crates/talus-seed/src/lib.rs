@@ -232,8 +232,9 @@ pub fn seed_above(
         None => void::facing_azimuth(void).0,
     };
     let sizes = config.classes();
+    let paved = (config.subdivide > 1).then(|| void.subdivided(config.subdivide, outline));
     let run_at = |scale: f64, azimuth: f64| {
-        let mut v = void.clone();
+        let mut v = paved.clone().unwrap_or_else(|| void.clone());
         let mut blocks = Vec::new();
         let mut classes = Vec::new();
         for (k, s) in sizes.iter().enumerate() {

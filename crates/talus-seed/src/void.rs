@@ -80,6 +80,41 @@ impl Void {
         [g.x0 + (col as f64 + 0.5) * g.cell, g.y0 + (row as f64 + 0.5) * g.cell]
     }
 
+    /// The same void on cells `k` times smaller: each sub-cell keeps its cell's surfaces
+    /// (so what fits is unchanged) and is fillable when its centre is inside `outline`
+    /// (or its cell was, without an outline). A column of blocks then raises only the
+    /// sub-cells it covers, leaving the rest of a cell to smaller classes.
+    pub fn subdivided(&self, k: usize, outline: Option<&Outline>) -> Void {
+        let k = k.max(1);
+        let g = self.grid;
+        let grid = GridGeometry {
+            x0: g.x0,
+            y0: g.y0,
+            cell: g.cell / k as f64,
+            nx: g.nx * k,
+            ny: g.ny * k,
+        };
+        let n = grid.nx * grid.ny;
+        let mut v = Void {
+            grid,
+            z_pre: vec![f64::NAN; n],
+            z_post: vec![f64::NAN; n],
+            fillable: vec![false; n],
+        };
+        for r in 0..grid.ny {
+            for c in 0..grid.nx {
+                let (i, p) = (r * grid.nx + c, (r / k) * g.nx + c / k);
+                v.z_pre[i] = self.z_pre[p];
+                v.z_post[i] = self.z_post[p];
+                let m = v.centre(r, c);
+                v.fillable[i] = self.z_pre[p].is_finite()
+                    && self.z_post[p].is_finite()
+                    && outline.map_or(self.fillable[p], |o| o.contains(m[0], m[1], 0.0));
+            }
+        }
+        v
+    }
+
     /// Thickness of cell `i` (negative when the surfaces cross).
     pub fn thickness(&self, i: usize) -> f64 {
         self.z_pre[i] - self.z_post[i]

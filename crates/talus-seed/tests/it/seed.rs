@@ -151,6 +151,20 @@ fn size_classes_fill_more_and_target_count_is_met() {
     assert_eq!(s2.summary.classes[0].blocks, s1.summary.blocks);
     assert_disjoint(&s2.blocks);
     assert_corners_inside(&s2.blocks, &v, &o);
+    // On cells cut in four per side, a column takes only the sub-cells it covers: the
+    // first class is about the same (the scar's outline is followed on the sub-cells),
+    // the smaller ones fill more, still disjoint and inside.
+    let fine = Config { subdivide: 4, ..two.clone() };
+    let s4 = seed(&fine, &v, Some(&o), Path::new("c"), &NoProgress).unwrap();
+    println!(
+        "three classes on sub-cells: {:.3} ({:?})",
+        s4.summary.fill_fraction, s4.summary.classes
+    );
+    assert!(s4.summary.classes[0].blocks.abs_diff(s1.summary.blocks) <= 2);
+    assert_eq!(s4.summary.volume_to_fill, s2.summary.volume_to_fill);
+    assert!(s4.summary.fill_fraction > s2.summary.fill_fraction);
+    assert_disjoint(&s4.blocks);
+    assert_corners_inside(&s4.blocks, &v, &o);
     let target = Config { target_count: Some(300), ..Config::default() };
     let s3 = seed(&target, &v, Some(&o), Path::new("c"), &NoProgress).unwrap();
     println!("target 300: {} blocks of {:?}", s3.summary.blocks, s3.summary.classes[0].size);
