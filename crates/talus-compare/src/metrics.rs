@@ -118,6 +118,11 @@ pub const DEPOSIT_METRICS: &[(&str, &str, &str)] = &[
     ),
     ("h_over_l_simulated", "1", "H/L ratio of the simulated runout"),
     ("h_over_l_surveyed", "1", "H/L ratio of the surveyed runout"),
+    (
+        "h_over_l_scheidegger",
+        "1",
+        "H/L that Scheidegger's (1973) relation for rock avalanches gives the surveyed scar volume V: log10(H/L) = 0.62419 - 0.15666 log10(V / m^3)",
+    ),
     ("lateral_spread_simulated", "m", "width of the simulated deposit across the flow direction"),
     ("lateral_spread_surveyed", "m", "width of the surveyed deposit across the flow direction"),
     (
@@ -201,6 +206,13 @@ fn aggregates(map: &ThicknessMap) -> Result<Aggregates, Error> {
         rmse: scalar(&errs, "mse")?.sqrt(),
         bias: scalar(&errs, "bias")?,
     })
+}
+
+/// Scheidegger's (1973) relation between the volume of a rock avalanche and its
+/// Fahrböschung: log10(H/L) = 0.62419 − 0.15666 log10(V), V in m³ (H/L ≈ 0.50 for
+/// 8 × 10⁵ m³).
+pub fn scheidegger_h_over_l(volume: f64) -> f64 {
+    10f64.powf(0.62419 - 0.15666 * volume.log10())
 }
 
 /// Geometry of the flow: crown and direction.
@@ -358,13 +370,23 @@ pub fn compute(
                 lat_s = (hi_s >= lo_s).then_some(hi_s - lo_s + g.cell);
                 lat_o = (hi_o >= lo_o).then_some(hi_o - lo_o + g.cell);
             }
-            v.extend([run_s, run_o, ta_s, ta_o, hl_s, hl_o, lat_s, lat_o]);
+            let scar_loss = data.survey.as_ref().map_or(0.0, |s| {
+                let a = s.grid.cell * s.grid.cell;
+                (0..s.class.len())
+                    .filter(|&k| s.class[k] == CELL_SCAR && s.dz[k].is_finite())
+                    .map(|k| (-s.dz[k]).max(0.0) * a)
+                    .sum()
+            });
+            let hl_sch = (scar_loss > 0.0).then(|| scheidegger_h_over_l(scar_loss));
+            v.extend([run_s, run_o, ta_s, ta_o, hl_s, hl_o, hl_sch, lat_s, lat_o]);
             let scar_vol: f64 =
                 (0..fb.len()).filter(|&i| map.in_scar[i]).map(|i| fb.volume(i)).sum();
             v.push((seeded > 0.0).then(|| scar_vol / seeded));
             v.push(Some(map.volume_off_grid));
             for ((name, unit, desc), value) in DEPOSIT_METRICS.iter().zip(v) {
-                let why = if name.contains("runout")
+                let why = if *name == "h_over_l_scheidegger" {
+                    "not applicable: the survey has no scar volume"
+                } else if name.contains("runout")
                     || name.contains("travel")
                     || name.contains("h_over_l")
                     || name.contains("lateral")
@@ -554,4 +576,17 @@ pub fn write(
     let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
     talus_io::AtomicFile::write_all(json, text.as_bytes())?;
     Ok(())
+}
+
+#[cfg(test)]
+mod scheidegger_tests {
+    use super::scheidegger_h_over_l;
+
+    #[test]
+    fn scheidegger_gives_one_half_for_the_piton_marcel_volume() {
+        // log10(H/L) = 0.62419 − 0.15666 × log10(8e5) = −0.30059 (H/L 0.50051).
+        assert!((scheidegger_h_over_l(8e5) - 0.50051).abs() < 1e-5);
+        assert!((scheidegger_h_over_l(1e6) - 10f64.powf(0.62419 - 0.15666 * 6.0)).abs() < 1e-12);
+        assert!(scheidegger_h_over_l(1e7) < scheidegger_h_over_l(1e6));
+    }
 }
