@@ -15,49 +15,7 @@ use talus_io::read_table;
 const TALUS: &str = env!("CARGO_BIN_EXE_talus");
 
 /// The pipeline test's reduced site (few steps) with a 2 x 2 grid that also re-seeds.
-const SITE: &str = r#"
-[site]
-name = "small"
-
-[inputs]
-synth = true
-
-[synth]
-seed = 7
-extent = [200.0, 160.0]
-scale = 0.3
-truth_cell = 2.0
-terrain = { cliff_height = 40.0, foot_y = 90.0, river_y = 20.0 }
-scar = { volume = 6000.0, width = 80.0 }
-vegetation = { cover = 0.0 }
-
-[seed]
-size = [1.5, 1.5, 2.0]
-clearance = 0.01
-
-[run]
-dt = 0.05
-steps = 12
-allow_initial_overlap = false
-wall_times = false
-output_every = 4
-kappa = { mode = "restitution", e = 0.2, tangential_ratio = 1.0 }
-
-[compare]
-figure_width = 800
-figure_height = 600
-
-[calibrate]
-search = "grid"
-wall_times = false
-jobs = 2
-# A few steps: no block leaves the scar yet, so the runout is not scored.
-weights = { iou = 1.0, runout = 0.0, thickness = 0.25 }
-
-[calibrate.parameters]
-restitution = { values = [0.1, 0.5] }
-block_scale = { values = [1.0, 1.3] }
-"#;
+const SITE: &str = include_str!("../../data/fixtures/small-calibration-site.toml");
 
 fn talus(dir: &Path, args: &[&str]) -> Output {
     Command::new(TALUS).args(args).current_dir(dir).output().expect("talus runs")

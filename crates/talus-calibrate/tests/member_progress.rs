@@ -5,45 +5,8 @@
 use std::sync::Mutex;
 use talus_io::Progress;
 
-const SITE: &str = r#"
-[site]
-name = "small"
-
-[inputs]
-synth = true
-
-[synth]
-seed = 7
-extent = [200.0, 160.0]
-scale = 0.3
-truth_cell = 2.0
-terrain = { cliff_height = 40.0, foot_y = 90.0, river_y = 20.0 }
-scar = { volume = 6000.0, width = 80.0 }
-vegetation = { cover = 0.0 }
-
-[seed]
-size = [1.5, 1.5, 2.0]
-clearance = 0.01
-
-[run]
-dt = 0.05
-steps = 8
-allow_initial_overlap = false
-output_every = 4
-kappa = { mode = "restitution", e = 0.2, tangential_ratio = 1.0 }
-
-[compare]
-figure_width = 400
-figure_height = 300
-
-[calibrate]
-search = "grid"
-jobs = 2
-weights = { iou = 1.0, runout = 0.0, thickness = 0.25 }
-
-[calibrate.parameters]
-restitution = { values = [0.1, 0.5] }
-"#;
+/// The end-to-end calibration test's site: a reduced synthetic site, run for 12 steps.
+const SITE: &str = include_str!("../../../data/fixtures/small-calibration-site.toml");
 
 /// Records every phase started, by line.
 #[derive(Default)]
@@ -74,10 +37,13 @@ fn every_member_reports_on_its_own_line() {
     rec.log.lock().unwrap().clear();
     ensemble.run_members(2, false, &ctx).unwrap();
     let log = rec.log.lock().unwrap().clone();
-    for m in ["member 0", "member 1"] {
+    for m in ["member 0", "member 1", "member 2", "member 3"] {
         let phases: Vec<&(String, String, u64)> = log.iter().filter(|(l, _, _)| l == m).collect();
-        // The run stage's steps are counted on the member's line (8 steps).
-        assert!(phases.iter().any(|(_, p, len)| p.contains("run") && *len == 8), "{m}: {phases:?}");
+        // The run stage's steps are counted on the member's line (12 steps).
+        assert!(
+            phases.iter().any(|(_, p, len)| p.contains("run") && *len == 12),
+            "{m}: {phases:?}"
+        );
     }
     assert!(log.iter().all(|(l, _, _)| l != "main"), "members report on their own lines: {log:?}");
 }
