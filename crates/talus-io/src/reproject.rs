@@ -255,15 +255,20 @@ fn projected(p: &epsg_utils::ProjectedCrs) -> Result<Projection, ReprojectError>
         }
     };
     use ParamKind::*;
-    let kind = if method_id == Some(9807) || method == "transverse mercator" {
-        Kind::TransverseMercator(Tm::new(
-            ellipsoid,
+    // (latitude, longitude, scale factor, false easting, false northing) of the natural
+    // origin: Transverse Mercator and LCC 1SP.
+    let natural_origin = || -> Result<[f64; 5], ReprojectError> {
+        Ok([
             param(8801, &["Latitude of natural origin"], "latitude of natural origin", Angle)?,
             param(8802, &["Longitude of natural origin"], "longitude of natural origin", Angle)?,
             param(8805, &["Scale factor at natural origin"], "scale factor", Scale)?,
             param(8806, &["False easting"], "false easting", Length)?,
             param(8807, &["False northing"], "false northing", Length)?,
-        ))
+        ])
+    };
+    let kind = if method_id == Some(9807) || method == "transverse mercator" {
+        let [lat0, lon0, k0, fe, fn_] = natural_origin()?;
+        Kind::TransverseMercator(Tm::new(ellipsoid, lat0, lon0, k0, fe, fn_))
     } else if method_id == Some(9802) || method.starts_with("lambert conic conformal (2sp") {
         let lat1 = param(8823, &["Latitude of 1st standard parallel"], "1st parallel", Angle)?;
         let lat2 = param(8824, &["Latitude of 2nd standard parallel"], "2nd parallel", Angle)?;
@@ -277,14 +282,8 @@ fn projected(p: &epsg_utils::ProjectedCrs) -> Result<Projection, ReprojectError>
             param(8827, &["Northing at false origin"], "northing at false origin", Length)?,
         ))
     } else if method_id == Some(9801) || method.starts_with("lambert conic conformal (1sp") {
-        Kind::LambertConic(Lcc::one_parallel(
-            ellipsoid,
-            param(8801, &["Latitude of natural origin"], "latitude of natural origin", Angle)?,
-            param(8802, &["Longitude of natural origin"], "longitude of natural origin", Angle)?,
-            param(8805, &["Scale factor at natural origin"], "scale factor", Scale)?,
-            param(8806, &["False easting"], "false easting", Length)?,
-            param(8807, &["False northing"], "false northing", Length)?,
-        ))
+        let [lat0, lon0, k0, fe, fn_] = natural_origin()?;
+        Kind::LambertConic(Lcc::one_parallel(ellipsoid, lat0, lon0, k0, fe, fn_))
     } else {
         return Err(ReprojectError::Unsupported {
             name: p.name.clone(),
