@@ -196,7 +196,8 @@ pub struct M3c2Config {
     pub max_depth: f64,
     /// Position statistic of the points in the cylinder.
     pub statistic: M3c2Statistic,
-    /// Registration error added to the level of detection, m.
+    /// Registration error added to the level of detection, m; replaced by the
+    /// co-registration's RMS residual when `registration` runs.
     pub registration_error: f64,
     /// Fewest points of each survey in a cylinder (fewer: NaN distance, flagged), >= 2.
     pub min_points: u32,
