@@ -46,7 +46,6 @@ pub struct Config {
     /// computed class (2 = ground, 1 = not ground) and the input's class moves to the
     /// `classification_original` column; `classes` and thinning then see the computed
     /// class. See docs/ground.md.
-    #[serde(skip_serializing_if = "Ground::is_none")]
     pub ground: Ground,
 }
 
