@@ -543,7 +543,7 @@ type Profile = (Vec<(f64, f64)>, RGBColor, &'static str);
 
 /// The vertical plane of the section figure: an origin, a unit horizontal direction, and
 /// the axis label.
-pub(crate) struct Section {
+pub struct Section {
     origin: [f64; 2],
     dir: [f64; 2],
     pub(crate) label: &'static str,
@@ -552,7 +552,7 @@ pub(crate) struct Section {
 impl Section {
     /// Along the flow (the scar's crown towards the deposit) when the survey gives it,
     /// else along the blocks' mean horizontal displacement, else west to east.
-    pub(crate) fn of(data: &Data, map: Option<&ThicknessMap>) -> Section {
+    pub fn of(data: &Data, map: Option<&ThicknessMap>) -> Section {
         if let Some(f) = map.and_then(|m| crate::metrics::flow_of(data, m)) {
             return Section {
                 origin: [f.crown[0], f.crown[1]],
@@ -579,7 +579,7 @@ impl Section {
         Section { origin: [0.0, 0.0], dir: [1.0, 0.0], label: "easting (m)" }
     }
 
-    pub(crate) fn along(&self, x: f64, y: f64) -> f64 {
+    pub fn along(&self, x: f64, y: f64) -> f64 {
         (x - self.origin[0]) * self.dir[0] + (y - self.origin[1]) * self.dir[1]
     }
 }
@@ -730,6 +730,7 @@ pub fn draw_all(
     data: &Data,
     map: Option<&ThicknessMap>,
     hazard: Option<&HazardMap>,
+    section: &Section,
     dir: &Path,
 ) -> Result<Vec<Figure>, Error> {
     let mut figs = Vec::new();
@@ -801,7 +802,7 @@ pub fn draw_all(
         "Trajectories, section along the flow",
         "The same paths projected on the vertical plane along the flow (from the scar's crown towards the deposit; without a survey, along the blocks' mean displacement), equal scales, over the pre-event (grey) and post-event (brown) ground profiles on the section line.",
     );
-    trajectories_figure(config, data, &p, Some(&Section::of(data, map)))?;
+    trajectories_figure(config, data, &p, Some(section))?;
     if let Some(h) = hazard {
         let p = add(
             "hazard_energy.png",

@@ -165,9 +165,12 @@ pub fn run(
 
     progress.start("figures", 0);
     let hazard = hazard_maps(config, &data);
-    let figs = figures::draw_all(config, &data, map.as_ref(), hazard.as_ref(), &out.figures)?;
+    // The along-flow axis of the section figure and of the block-size table.
+    let section = figures::Section::of(&data, map.as_ref());
+    let figs =
+        figures::draw_all(config, &data, map.as_ref(), hazard.as_ref(), &section, &out.figures)?;
     progress.finish();
-    let size_table = sizes::table(&data, map.as_ref());
+    let size_table = sizes::table(&data, &section);
     report::write(&out.report, site, config, &data, &metrics, &figs, &size_table)?;
     let mut written = vec![out.metrics_parquet.clone(), out.metrics_json.clone()];
     if let (Some(m), Some(s)) = (&map, &data.survey) {

@@ -3,7 +3,6 @@
 //! the section figure), so a reader sees whether the large blocks ran further, as field
 //! deposits of rock avalanches show.
 
-use crate::deposit::ThicknessMap;
 use crate::figures::Section;
 use crate::inputs::Data;
 use serde::Serialize;
@@ -41,8 +40,7 @@ fn quantile(v: &mut [f64], q: f64) -> f64 {
 
 /// The table, one row per class present (empty with a single class), and the axis it
 /// measures along.
-pub fn table(data: &Data, map: Option<&ThicknessMap>) -> (Vec<SizeRow>, &'static str) {
-    let section = Section::of(data, map);
+pub fn table(data: &Data, section: &Section) -> (Vec<SizeRow>, &'static str) {
     let fin = &data.final_blocks;
     let mut classes: Vec<u32> = fin.class.clone();
     classes.sort_unstable();

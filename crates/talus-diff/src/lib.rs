@@ -31,7 +31,7 @@ pub mod zones;
 pub use config::Config;
 pub use dod::{Dod, Grid};
 pub use error::Error;
-pub use register::{Registration, RegistrationStatus};
+pub use talus_io::registration::{Registration, RegistrationStatus};
 pub use zones::{Volume, Zone, ZoneKind};
 
 use rayon::prelude::*;

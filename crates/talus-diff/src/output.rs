@@ -60,10 +60,7 @@ pub(crate) fn write_all(
             .with_inputs(inputs)?
             .with_crs(crs.cloned());
         if let Some(reg) = &r.summary.registration {
-            base = base.with_extra(
-                talus_schema::diff::REGISTRATION_KEY,
-                serde_json::to_string(reg).unwrap_or_default(),
-            );
+            base = reg.to_provenance(base);
         }
         write_dod(&paths[0], r, &base)?;
         written.push(&paths[0]);

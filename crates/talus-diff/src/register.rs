@@ -31,52 +31,8 @@ use crate::m3c2::Cloud;
 use kiddo::SquaredEuclidean;
 use nalgebra::{Matrix3, Matrix6, Rotation3, Vector3, Vector6};
 use rayon::prelude::*;
-use serde::Serialize;
 use std::num::NonZero;
-
-/// How a registration ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RegistrationStatus {
-    /// The last update moved every sampled point by less than the tolerance.
-    Converged,
-    /// `max_iterations` were reached in the last round.
-    MaxIterations,
-    /// Fewer than 6 correspondences (or a singular system: the stable ground does not fix
-    /// the six degrees of freedom, e.g. a flat plane); the surveys are left as they are.
-    Degenerate,
-}
-
-/// The rigid transform found and how well it fits, as the summary and provenance report it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Registration {
-    pub status: RegistrationStatus,
-    /// Centre of the rotation (CRS units).
-    pub centre: [f64; 3],
-    /// Translation of the centre (CRS units): `p' = R (p − centre) + centre + translation`.
-    pub translation: [f64; 3],
-    /// Rotation angles about x, y, z (degrees; `R = Rz Ry Rx`).
-    pub rotation_deg: [f64; 3],
-    /// The rotation matrix (row major).
-    pub rotation: [[f64; 3]; 3],
-    /// The same transform as a 4 × 4 matrix on CRS coordinates (row major, as PDAL's
-    /// filters.transformation takes it): `p' = M [p; 1]`.
-    pub matrix: [[f64; 4]; 4],
-    /// RMS of the point-to-plane residuals before registration, m (same points as `rms`).
-    pub rms_before: f64,
-    /// RMS of the point-to-plane residuals of the final round's weighted points, m.
-    pub rms: f64,
-    /// Post-event points sampled.
-    pub points_sampled: usize,
-    /// Sampled points with a weight in the final iteration (stable ground).
-    pub points_used: usize,
-    /// ICP iterations over all rounds.
-    pub iterations: u32,
-    /// Rounds of register → detect change → re-register.
-    pub rounds: u32,
-    /// DoD cells left out as changed (with their margin) in the final round.
-    pub cells_excluded: usize,
-}
+use talus_io::registration::{Registration, RegistrationStatus};
 
 /// A rigid transform about a centre.
 #[derive(Debug, Clone, Copy)]
@@ -288,15 +244,6 @@ fn report(
         iterations,
         rounds,
         cells_excluded,
-    }
-}
-
-impl Registration {
-    /// Apply the transform to a point.
-    pub fn apply(&self, p: &[f64; 3]) -> [f64; 3] {
-        let r = Matrix3::from_fn(|i, j| self.rotation[i][j]);
-        let x = Rigid { r, t: Vector3::from(self.translation), c: Vector3::from(self.centre) };
-        x.apply(p)
     }
 }
 

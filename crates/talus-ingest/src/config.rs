@@ -88,29 +88,6 @@ pub struct BBox {
     pub zmax: Option<f64>,
 }
 
-impl Config {
-    /// Whether a point is inside the area of interest (`bbox` and `polygon`).
-    #[inline]
-    pub fn in_area(&self, x: f64, y: f64, z: f64) -> bool {
-        self.bbox.is_none_or(|b| b.contains(x, y, z))
-            && self.polygon.as_deref().is_none_or(|p| in_polygon(p, x, y))
-    }
-}
-
-/// Even-odd point-in-polygon test (a point on an edge may fall either side).
-pub fn in_polygon(poly: &[[f64; 2]], x: f64, y: f64) -> bool {
-    let mut inside = false;
-    let mut j = poly.len() - 1;
-    for i in 0..poly.len() {
-        let (a, b) = (poly[i], poly[j]);
-        if (a[1] > y) != (b[1] > y) && x < (b[0] - a[0]) * (y - a[1]) / (b[1] - a[1]) + a[0] {
-            inside = !inside;
-        }
-        j = i;
-    }
-    inside
-}
-
 impl BBox {
     /// Whether the point is inside (bounds included).
     #[inline]

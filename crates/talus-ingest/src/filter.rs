@@ -14,13 +14,46 @@
 use crate::{BBox, Config, GridKeep, Thin};
 use arrow::array::BooleanArray;
 use std::collections::HashMap;
+use talus_io::geo::Outline;
 
-/// Classification and bounding-box test.
+/// The area of interest: `bbox` and `polygon` (indexed once, `talus_io::geo::Outline`,
+/// even-odd rule).
+#[derive(Debug, Clone)]
+pub struct Area {
+    bbox: Option<BBox>,
+    polygon: Option<Outline>,
+}
+
+impl Area {
+    pub fn new(config: &Config) -> Self {
+        let polygon = config.polygon.as_ref().map(|p| {
+            let (lo, hi) = p.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+                (lo.min(v[1]), hi.max(v[1]))
+            });
+            // About 64 bands over the polygon's height.
+            Outline::new(&[vec![p.clone()]], ((hi - lo) / 64.0).max(1e-3))
+        });
+        Area { bbox: config.bbox, polygon }
+    }
+
+    /// Whether every point is inside.
+    pub fn is_everything(&self) -> bool {
+        self.bbox.is_none() && self.polygon.is_none()
+    }
+
+    /// Whether a point is inside.
+    #[inline]
+    pub fn contains(&self, x: f64, y: f64, z: f64) -> bool {
+        self.bbox.is_none_or(|b| b.contains(x, y, z))
+            && self.polygon.as_ref().is_none_or(|o| o.contains(x, y, 0.0))
+    }
+}
+
+/// Classification and area-of-interest test.
 #[derive(Debug, Clone)]
 pub struct Prefilter {
     classes: Option<Box<[bool; 256]>>,
-    bbox: Option<BBox>,
-    polygon: Option<Vec<[f64; 2]>>,
+    area: Area,
 }
 
 impl Prefilter {
@@ -32,12 +65,12 @@ impl Prefilter {
             }
             t
         });
-        Prefilter { classes, bbox: config.bbox, polygon: config.polygon.clone() }
+        Prefilter { classes, area: Area::new(config) }
     }
 
     /// Whether every point passes.
     pub fn is_trivial(&self) -> bool {
-        self.classes.is_none() && self.bbox.is_none() && self.polygon.is_none()
+        self.classes.is_none() && self.area.is_everything()
     }
 
     #[inline]
@@ -47,8 +80,7 @@ impl Prefilter {
         {
             return false;
         }
-        self.bbox.is_none_or(|b| b.contains(x, y, z))
-            && self.polygon.as_deref().is_none_or(|p| crate::config::in_polygon(p, x, y))
+        self.area.contains(x, y, z)
     }
 }
 

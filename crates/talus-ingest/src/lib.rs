@@ -321,7 +321,8 @@ impl Survey {
         progress: &dyn Progress,
         mut sink: impl FnMut(RecordBatch) -> Result<(), Error>,
     ) -> Result<Scanned, Error> {
-        let in_box = |x: f64, y: f64, z: f64| config.in_area(x, y, z);
+        let area = filter::Area::new(config);
+        let in_box = |x: f64, y: f64, z: f64| area.contains(x, y, z);
         let classifier = match &config.ground {
             Ground::None => None,
             Ground::Smrf(params) => {

@@ -29,6 +29,7 @@ pub mod parquet_io;
 pub mod points;
 pub mod progress;
 pub mod provenance;
+pub mod registration;
 pub mod reproject;
 pub mod survey_files;
 pub mod tin;

@@ -14,10 +14,10 @@
 //! A CRS is read from its EPSG code (the definitions embedded by `epsg-utils`) or from
 //! its WKT2. A change of geodetic datum goes through geocentric coordinates with the
 //! ellipsoids of both datums and **no datum shift** (PROJ's "ballpark" transformation
-//! when no Helmert or grid is known): exact between realisations of one datum, and within
-//! a few centimetres between WGS 84 and the ITRF-aligned GRS 80 frames (RGF93, RGAF09,
-//! ETRS89 ~0.5–0.8 m); [`Transform::datum_note`] says when it happens so the user knows a
-//! residual offset remains for co-registration to remove. Heights are kept as they are
+//! when no Helmert or grid is known), exact between realisations of one datum; PROJ
+//! 9.5.1 itself takes RGF93 v1, RGAF09 and ETRS89 to WGS 84 by null transformations in
+//! 2-D (docs/surveys.md). [`Transform::datum_note`] says when it happens, so the user knows
+//! an offset may remain for co-registration to remove. Heights are kept as they are
 //! (the vertical reference does not change) except for a change of length unit.
 
 use epsg_utils::crs::{

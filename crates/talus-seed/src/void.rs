@@ -80,6 +80,12 @@ impl Void {
         [g.x0 + (col as f64 + 0.5) * g.cell, g.y0 + (row as f64 + 0.5) * g.cell]
     }
 
+    /// A void on `grid` with no surface known and no cell fillable.
+    pub fn empty(grid: GridGeometry) -> Void {
+        let n = grid.nx * grid.ny;
+        Void { grid, z_pre: vec![f64::NAN; n], z_post: vec![f64::NAN; n], fillable: vec![false; n] }
+    }
+
     /// The same void on cells `k` times smaller: each sub-cell keeps its cell's surfaces
     /// (so what fits is unchanged) and is fillable when its centre is inside `outline`
     /// (or its cell was, without an outline). A column of blocks then raises only the
@@ -94,13 +100,7 @@ impl Void {
             nx: g.nx * k,
             ny: g.ny * k,
         };
-        let n = grid.nx * grid.ny;
-        let mut v = Void {
-            grid,
-            z_pre: vec![f64::NAN; n],
-            z_post: vec![f64::NAN; n],
-            fillable: vec![false; n],
-        };
+        let mut v = Void::empty(grid);
         for r in 0..grid.ny {
             for c in 0..grid.nx {
                 let (i, p) = (r * grid.nx + c, (r / k) * g.nx + c / k);

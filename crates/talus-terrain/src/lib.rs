@@ -61,41 +61,25 @@ pub struct Summary {
     pub registered: bool,
 }
 
-/// A rigid transform `p -> R (p - c) + c + t` as (R row major, c, t).
-pub type Rigid = ([[f64; 3]; 3], [f64; 3], [f64; 3]);
-
-/// The co-registration the diff that wrote `zones` applied to its post-event survey, if
-/// that survey is the file `points` (same SHA-256): `p -> R (p - c) + c + t` as
-/// (R row major, c, t).
-pub fn diff_registration(zones: &Path, points: &Path) -> Result<Option<Rigid>, Error> {
-    let meta = talus_io::read_metadata(zones)?;
-    let Some(reg) = meta.get(talus_schema::diff::REGISTRATION_KEY) else {
+/// The co-registration the diff that wrote `zones` applied to its post-event survey
+/// (`talus_io::registration`), if that survey is the file `points` (same SHA-256 as the
+/// diff's second input) and the registration moved it (not degenerate).
+pub fn diff_registration(
+    zones: &Path,
+    points: &Path,
+) -> Result<Option<talus_io::registration::Registration>, Error> {
+    let Some((reg, prov)) = talus_io::registration::read(zones)? else {
         return Ok(None);
     };
-    let prov = talus_io::Provenance::from_metadata(&meta);
     let Some(post) = prov.inputs.get(1) else {
         return Ok(None);
     };
-    if talus_io::provenance::sha256_file(points)? != post.sha256 {
+    if reg.status == talus_io::registration::RegistrationStatus::Degenerate
+        || talus_io::provenance::sha256_file(points)? != post.sha256
+    {
         return Ok(None);
     }
-    let bad = |m: &str| Error::Input { path: zones.to_path_buf(), message: m.to_string() };
-    let v: serde_json::Value =
-        serde_json::from_str(reg).map_err(|_| bad("its registration metadata is not JSON"))?;
-    if v["status"] == "degenerate" {
-        return Ok(None);
-    }
-    let vec3 = |x: &serde_json::Value| -> Option<[f64; 3]> {
-        let a = x.as_array()?;
-        Some([a.first()?.as_f64()?, a.get(1)?.as_f64()?, a.get(2)?.as_f64()?])
-    };
-    let r = v["rotation"]
-        .as_array()
-        .and_then(|rows| Some([vec3(rows.first()?)?, vec3(rows.get(1)?)?, vec3(rows.get(2)?)?]));
-    match (r, vec3(&v["centre"]), vec3(&v["translation"])) {
-        (Some(r), Some(c), Some(t)) => Ok(Some((r, c, t))),
-        _ => Err(bad("its registration metadata lacks rotation, centre or translation")),
-    }
+    Ok(Some(reg))
 }
 
 /// Points of the kept classes, the number of points read and the input's CRS.
@@ -240,10 +224,9 @@ pub fn run(
         Some(z) => diff_registration(z, points)?,
         None => None,
     };
-    if let Some((r, c, t)) = registration {
+    if let Some(reg) = &registration {
         for p in pts.iter_mut() {
-            let d = [p[0] - c[0], p[1] - c[1], p[2] - c[2]];
-            *p = [0, 1, 2].map(|i| r[i][0] * d[0] + r[i][1] * d[1] + r[i][2] * d[2] + c[i] + t[i]);
+            *p = reg.apply(p);
         }
     }
     let mut bed = None;

@@ -16,15 +16,8 @@ fn site_dir() -> PathBuf {
 }
 
 fn ground(path: &Path) -> Vec<[f64; 3]> {
-    let mut r = las::Reader::from_path(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let pd = r.read_all().unwrap();
-    let (x, y, z): (Vec<f64>, Vec<f64>, Vec<f64>) =
-        (pd.x().collect(), pd.y().collect(), pd.z().collect());
-    pd.classification()
-        .enumerate()
-        .filter(|(_, c)| *c == 2)
-        .map(|(i, _)| [x[i], y[i], z[i]])
-        .collect()
+    let (x, y, z, c) = crate::synth_site::read_las(path);
+    (0..x.len()).filter(|&i| c[i] == 2).map(|i| [x[i], y[i], z[i]]).collect()
 }
 
 /// The `[diff]` of pipelines/piton-marcel.toml, without M3C2 and C2C.

@@ -12,7 +12,7 @@ fn site_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/piton-marcel")
 }
 
-fn read_las(path: &Path) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<u8>) {
+pub(crate) fn read_las(path: &Path) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<u8>) {
     let mut r = las::Reader::from_path(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let pd = r.read_all().unwrap();
     (pd.x().collect(), pd.y().collect(), pd.z().collect(), pd.classification().collect())

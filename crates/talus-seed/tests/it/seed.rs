@@ -216,24 +216,21 @@ fn a_power_law_of_sizes_is_placed_largest_first_within_each_class_share() {
 
 #[test]
 fn the_fitted_exponent_recovers_an_exact_power_law() {
-    // N(≥ V) = 1000 V^-0.8 at V = 1000, 100, 10: cumulative counts 4, 25, 158 (rounded).
-    let mk = |v: f64, n: usize| talus_seed::ClassCount {
+    // Classes at V = 1000, 100, 10 m³ whose cumulative counts follow N(≥ V) = 1e9 V^-0.8
+    // (to the unit: the counts are large, so rounding does not bias the fit).
+    let cumulative = |v: f64| (1e9 * v.powf(-0.8)).round() as usize;
+    let class = |v: f64, blocks: usize| talus_seed::ClassCount {
         size: [v.cbrt(); 3],
-        blocks: n,
-        volume: v * n as f64,
+        blocks,
+        volume: v * blocks as f64,
         volume_fraction_target: None,
     };
-    let n = |v: f64| 1000.0 * v.powf(-0.8);
-    let c = [mk(1000.0, n(1000.0) as usize), mk(100.0, 0), mk(10.0, 0)];
-    assert_eq!(talus_seed::fitted_exponent(&c[..1]), None);
-    let (n1, n2, n3) = (n(1000.0), n(100.0), n(10.0));
-    let exact = [mk(1000.0, 1), mk(100.0, 1), mk(10.0, 1)]
-        .iter()
-        .zip([n1, n2 - n1, n3 - n2])
-        .map(|(c, k)| talus_seed::ClassCount { blocks: (k * 1e6).round() as usize, ..c.clone() })
-        .collect::<Vec<_>>();
-    let b = talus_seed::fitted_exponent(&exact).unwrap();
+    let (n1, n2, n3) = (cumulative(1000.0), cumulative(100.0), cumulative(10.0));
+    let classes = [class(1000.0, n1), class(100.0, n2 - n1), class(10.0, n3 - n2)];
+    let b = talus_seed::fitted_exponent(&classes).unwrap();
     assert!((b - 0.8).abs() < 1e-6, "{b}");
+    // One class with blocks: nothing to fit.
+    assert_eq!(talus_seed::fitted_exponent(&[class(1000.0, 5), class(10.0, 0)]), None);
 }
 
 #[test]

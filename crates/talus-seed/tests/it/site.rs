@@ -24,13 +24,7 @@ fn truth_void() -> Void {
     let (rows, cols) = (t.u32s("row").unwrap(), t.u32s("col").unwrap());
     let (pre, post, scar) =
         (t.f64s("z_pre").unwrap(), t.f64s("z_post").unwrap(), t.bools("in_scar").unwrap());
-    let n = grid.nx * grid.ny;
-    let mut v = Void {
-        grid,
-        z_pre: vec![f64::NAN; n],
-        z_post: vec![f64::NAN; n],
-        fillable: vec![false; n],
-    };
+    let mut v = Void::empty(grid);
     for i in 0..rows.len() {
         let k = rows[i] as usize * grid.nx + cols[i] as usize;
         v.z_pre[k] = pre[i];
