@@ -3,12 +3,14 @@
 //! and `[seed]` reproduces the synthetic survey's deposit (area IoU ≥ 0.5; on the
 //! post-event ground instead of the bed every setting gave 0.17-0.20), the fallen mass
 //! leaves the scar, the runout is within a quarter of the survey's, the energy balance
-//! closes, and no step's jump needed a retry (the position correction keeps every jump
-//! feasible). Measured (session 7, release): IoU 0.555, 15 % of the volume in the scar,
-//! runout 360 m against 316 m, no retried step; the pipeline takes about 3.5 min on 2
-//! cores. The run is deterministic, so the figures do not depend on the build profile.
-//! The calibration with the position correction did not reach the 0.6 that separation
-//! velocities had given (0.605): see docs/benchmarks.md.
+//! closes, and every step's jump was solved to the site's certified tolerance without a
+//! retry (the position correction keeps every jump feasible). Measured (session 15,
+//! release, `nlgs` at 1e-3): IoU 0.576, 19 % of the volume in the scar, runout 369 m
+//! against 316 m, every step solved (Clarabel at 1e-9 had left 38 steps AlmostSolved);
+//! the run stage takes about 2.7 min on 2 cores. The run is deterministic, so the figures
+//! do not depend on the build profile. The calibration with the position correction did
+//! not reach the 0.6 that separation velocities had given (0.605): see
+//! docs/benchmarks.md.
 
 use std::path::Path;
 use std::process::Command;
@@ -61,18 +63,21 @@ fn default_site_reproduces_the_surveyed_deposit() {
     // A few blocks may roll off the TIN's extent (6 of 357, 1.7 %, measured).
     assert!(m("volume_fraction_left_domain") < 0.025, "{}", m("volume_fraction_left_domain"));
     // Feasible by construction: no island was solved again without separation velocities,
-    // and the accepted solutions' certificates are small (Clarabel at 1e-9; measured worst
-    // 7e-6, median 7e-10).
+    // every step's islands were solved, and the accepted solutions' certificates hold to
+    // the site's tolerance (nlgs at 1e-3; Clarabel as the fallback at 1e-9).
     let d = read_table(
         &out.path().join("run/diagnostics.parquet"),
         &talus_schema::run::diagnostics_schema(),
     )
     .unwrap();
     let statuses = d.strings("status").unwrap();
+    let unsolved: Vec<&String> = statuses.iter().filter(|s| s.as_str() != "Solved").collect();
     assert!(
-        statuses.iter().all(|s| !s.starts_with("SolvedWithoutSeparation")),
-        "a step was retried without separation velocities"
+        unsolved.is_empty(),
+        "{} steps not solved, e.g. {:?}",
+        unsolved.len(),
+        unsolved.first()
     );
     let worst = d.f64s("accuracy").unwrap().into_iter().fold(0.0, f64::max);
-    assert!(worst < 1e-4, "worst certificate {worst:e}");
+    assert!(worst <= 1e-3, "worst certificate {worst:e}");
 }

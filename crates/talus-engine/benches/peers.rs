@@ -12,8 +12,9 @@
 //! * TALUS_BENCH_MU = comma-separated μ (default 0,0.5);
 //! * TALUS_BENCH_STEPS (default 1000);
 //! * TALUS_BENCH_SOLVER = nlgs | clarabel | warm (default nlgs); for nlgs
-//!   TALUS_BENCH_TOL (default 1e-6), TALUS_BENCH_SWEEPS (100) and
-//!   TALUS_BENCH_FRICTIONAL_CONTACTS (16) set its options;
+//!   TALUS_BENCH_TOL (comma-separated tolerances, one Talus run each, default 1e-6; the
+//!   peers' ratio column then lists Talus / peer for each, in that order),
+//!   TALUS_BENCH_SWEEPS (100) and TALUS_BENCH_FRICTIONAL_CONTACTS (16) set its options;
 //! * TALUS_BENCH_SEPARATION = velocity: separation velocities (β = 0.2) instead of the
 //!   default position correction, to compare with the previous code in the same run;
 //! * TALUS_BENCH_TRACE = 1 prints a line per step with contacts (stderr);
@@ -154,28 +155,38 @@ fn main() {
     let mus: Vec<f64> = list("TALUS_BENCH_MU", "0,0.5");
     let steps: u64 = list("TALUS_BENCH_STEPS", "1000")[0];
     let peers: Vec<String> = list("TALUS_BENCH_PEERS", "pybullet,rapier");
-    let solver = match std::env::var("TALUS_BENCH_SOLVER").as_deref() {
+    // One Talus run per tolerance (the NLGS solver's; the others have one).
+    let tolerances: Vec<f64> = list("TALUS_BENCH_TOL", "1e-6");
+    let solvers: Vec<SolverConfig> = match std::env::var("TALUS_BENCH_SOLVER").as_deref() {
         Ok("clarabel") => {
-            SolverConfig::Clarabel { tolerance: 1e-9, max_iterations: 200, dense_max_bodies: 0 }
+            vec![SolverConfig::Clarabel {
+                tolerance: 1e-9,
+                max_iterations: 200,
+                dense_max_bodies: 0,
+            }]
         }
-        Ok("warm") => SolverConfig::Warm {
+        Ok("warm") => vec![SolverConfig::Warm {
             tolerance: 1e-9,
             max_iterations: 200,
             fallback_tolerance: 1e-9,
             dense_max_bodies: talus_engine::config::DENSE_MAX_BODIES,
-        },
-        Ok("nlgs") | Err(_) => SolverConfig::Nlgs {
-            tolerance: env_f64("TALUS_BENCH_TOL", 1e-6),
-            max_sweeps: env_f64("TALUS_BENCH_SWEEPS", 100.0) as u32,
-            fallback_tolerance: 1e-9,
-            frictional_max_contacts: env_f64("TALUS_BENCH_FRICTIONAL_CONTACTS", 16.0) as u32,
-            admm_iterations: env_f64("TALUS_BENCH_ADMM", 300.0) as u32,
-        },
+        }],
+        Ok("nlgs") | Err(_) => tolerances
+            .iter()
+            .map(|&tolerance| SolverConfig::Nlgs {
+                tolerance,
+                max_sweeps: env_f64("TALUS_BENCH_SWEEPS", 100.0) as u32,
+                fallback_tolerance: 1e-9,
+                frictional_max_contacts: env_f64("TALUS_BENCH_FRICTIONAL_CONTACTS", 16.0) as u32,
+                admm_iterations: env_f64("TALUS_BENCH_ADMM", 300.0) as u32,
+            })
+            .collect(),
         Ok(other) => panic!("TALUS_BENCH_SOLVER: unknown solver {other:?}"),
     };
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
-        "thesis heaps, {steps} steps of 1 ms, Talus solver {solver:?}; cores {}; load {}",
+        "thesis heaps, {steps} steps of 1 ms, Talus solver {:?}; cores {}; load {}",
+        solvers[0],
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
     );
@@ -183,22 +194,42 @@ fn main() {
     println!("|---|---|---|---|---|---|---|---|---|");
     for &n in &sizes {
         for &mu in &mus {
-            let t = talus(n, mu, steps, &solver);
-            println!(
-                "| {n} | {mu} | talus | {:.3e} | {:.2} | 1 | {:.3} | {:.3} | {} |",
-                t.seconds / steps as f64,
-                t.seconds,
-                t.median_z,
-                t.r95,
-                t.note
-            );
+            let runs: Vec<(String, Outcome)> = solvers
+                .iter()
+                .map(|solver| {
+                    let name = match solver {
+                        SolverConfig::Nlgs { tolerance, .. } => {
+                            format!("talus (tol {tolerance:e})")
+                        }
+                        _ => "talus".to_string(),
+                    };
+                    (name, talus(n, mu, steps, solver))
+                })
+                .collect();
+            for (name, t) in &runs {
+                println!(
+                    "| {n} | {mu} | {name} | {:.3e} | {:.2} | 1 | {:.3} | {:.3} | {} |",
+                    t.seconds / steps as f64,
+                    t.seconds,
+                    t.median_z,
+                    t.r95,
+                    t.note
+                );
+            }
+            // Talus / peer for each Talus run, in the order of the tolerances.
+            let ratios = |peer: f64| {
+                runs.iter()
+                    .map(|(_, t)| format!("{:.2}", t.seconds / peer))
+                    .collect::<Vec<_>>()
+                    .join(" / ")
+            };
             for p in &peers {
                 match peer(p, n, mu, steps) {
                     Ok(o) => println!(
-                        "| {n} | {mu} | {p} | {:.3e} | {:.2} | {:.2} | {:.3} | {:.3} | {} |",
+                        "| {n} | {mu} | {p} | {:.3e} | {:.2} | {} | {:.3} | {:.3} | {} |",
                         o.seconds / steps as f64,
                         o.seconds,
-                        t.seconds / o.seconds,
+                        ratios(o.seconds),
                         o.median_z,
                         o.r95,
                         o.note
