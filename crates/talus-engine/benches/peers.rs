@@ -185,8 +185,9 @@ fn main() {
     };
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
-        "thesis heaps, {steps} steps of 1 ms, Talus solver {:?}; cores {}; load {}",
+        "thesis heaps, {steps} steps of 1 ms, Talus solver {:?}{}; cores {}; load {}",
         solvers[0],
+        if solvers.len() > 1 { " (the tolerance of each run in its row)" } else { "" },
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
     );
