@@ -109,7 +109,7 @@ fn default_nlgs_frictional_contacts() -> u32 {
 }
 
 fn default_admm_iterations() -> u32 {
-    300
+    1000
 }
 
 fn default_nlgs_tolerance() -> f64 {
