@@ -43,13 +43,26 @@ fn calibration_full_and_by_member_agree() {
         assert!(r.join(f).is_file(), "{f} missing");
     }
 
-    // The table: 4 members in order, every column, the best row has the lowest score
-    // recomputed from the table's own columns with the configured weights.
+    // The table: 4 members of the grid in order, then the reference, every column; the
+    // best row has the lowest score of the grid's, recomputed from the table's own
+    // columns with the configured weights.
     let t = read_table(&r.join("runs.parquet"), &arrow::datatypes::Schema::empty()).unwrap();
-    assert_eq!(t.num_rows(), 4);
-    assert_eq!(t.u32s("member").unwrap(), vec![0, 1, 2, 3]);
-    assert_eq!(t.f64s("restitution").unwrap(), vec![0.1, 0.1, 0.5, 0.5]);
-    assert_eq!(t.f64s("block_scale").unwrap(), vec![1.0, 1.3, 1.0, 1.3]);
+    assert_eq!(t.num_rows(), 5);
+    assert_eq!(t.u32s("member").unwrap(), vec![0, 1, 2, 3, 4]);
+    assert_eq!(t.f64s("restitution").unwrap(), vec![0.1, 0.1, 0.5, 0.5, 0.3]);
+    assert_eq!(t.f64s("block_scale").unwrap(), vec![1.0, 1.3, 1.0, 1.3, 1.0]);
+    assert_eq!(t.bools("reference").unwrap(), vec![false, false, false, false, true]);
+    // Each member's travel angle is atan of its H/L; every member shares the survey's and
+    // Scheidegger's (the same scar).
+    let (angle, angle_obs, hl_sch) = (
+        t.f64s("travel_angle_simulated").unwrap(),
+        t.f64s("travel_angle_surveyed").unwrap(),
+        t.f64s("h_over_l_scheidegger").unwrap(),
+    );
+    assert!(angle_obs.iter().all(|a| a == &angle_obs[0]) && hl_sch.iter().all(|h| h == &hl_sch[0]));
+    assert!(hl_sch[0] > 0.0 && hl_sch[0] < 1.5, "{hl_sch:?}");
+    // A few steps: the runout is not applicable yet, so neither is the travel angle.
+    assert!(angle.iter().all(|a| a.is_nan() || (0.0..90.0).contains(a)), "{angle:?}");
     assert!(t.strings("status").unwrap().iter().all(|s| s == "ok"), "{:?}", t.strings("error"));
     let (iou, rmse, hbar, score) = (
         t.f64s("deposit_iou").unwrap(),
@@ -58,10 +71,10 @@ fn calibration_full_and_by_member_agree() {
         t.f64s("score").unwrap(),
     );
     let mut best = 0;
-    for i in 0..4 {
+    for i in 0..5 {
         let s = ((1.0 - iou[i]) + 0.25 * rmse[i] / hbar[i]) / 1.25;
         assert!((s - score[i]).abs() < 1e-12, "member {i}: {s} vs {}", score[i]);
-        if score[i] < score[best] {
+        if i < 4 && score[i] < score[best] {
             best = i;
         }
     }
@@ -78,8 +91,10 @@ fn calibration_full_and_by_member_agree() {
     assert!(!r.join("shared/seed").exists());
     let html = std::fs::read_to_string(r.join("report.html")).unwrap();
     assert!(html.contains("id=\"fig-sensitivity\"") && html.contains("id=\"member-3\""));
-    // The ensemble's reach fraction is the share of members whose hazard_passes.tif is
-    // non-zero in each cell.
+    assert!(html.contains("<tr id=\"member-4\" class=\"reference\">"), "{html}");
+    assert!(html.contains("id=\"travel-angle\"") && html.contains("uncalibrated reference (4)"));
+    // The ensemble's reach fraction is the share of the grid's members (not the
+    // reference) whose hazard_passes.tif is non-zero in each cell.
     let (grid, fraction) = talus_io::geotiff::read(&r.join("hazard_reach_fraction.tif")).unwrap();
     let mut expected = vec![0.0; fraction.len()];
     for i in 0..4 {
@@ -94,18 +109,18 @@ fn calibration_full_and_by_member_agree() {
     // One member per process, out of order, then collect: the same table, byte for byte.
     let b = site_dir(SITE);
     let o = talus(b.path(), &["calibrate", "site.toml", "--out", OUT, "--count"]);
-    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "4");
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "5");
     let o = talus(b.path(), &["calibrate", "site.toml", "--out", OUT, "--member", "2"]);
     assert!(!o.status.success() && text(&o).contains("--prepare"), "{}", text(&o));
     let o = talus(b.path(), &["calibrate", "site.toml", "--out", OUT, "--prepare"]);
     assert!(o.status.success(), "{}", text(&o));
-    for i in ["3", "1", "0"] {
+    for i in ["4", "3", "1", "0"] {
         let o = talus(b.path(), &["calibrate", "site.toml", "--out", OUT, "--member", i]);
         assert!(o.status.success(), "member {i}: {}", text(&o));
     }
     let o = talus(b.path(), &["calibrate", "site.toml", "--out", OUT, "--collect"]);
     assert!(
-        !o.status.success() && text(&o).contains("1 of 4 members have no row (2)"),
+        !o.status.success() && text(&o).contains("1 of 5 members have no row (2)"),
         "{}",
         text(&o)
     );
@@ -115,7 +130,7 @@ fn calibration_full_and_by_member_agree() {
     let partial =
         read_table(&b.path().join(OUT).join("runs.parquet"), &arrow::datatypes::Schema::empty())
             .unwrap();
-    assert_eq!(partial.u32s("member").unwrap(), vec![0, 1, 3]);
+    assert_eq!(partial.u32s("member").unwrap(), vec![0, 1, 3, 4]);
     let o = talus(b.path(), &["calibrate", "site.toml", "--out", OUT, "--member", "2"]);
     assert!(o.status.success(), "{}", text(&o));
     let o = talus(b.path(), &["calibrate", "site.toml", "--out", OUT, "--collect"]);
@@ -148,6 +163,10 @@ fn bad_calibrate_tables_are_refused_before_any_stage() {
             "compare.min_thickness",
         ),
         (SITE.replace("[calibrate.parameters]\n", "[calibrate.parameters]\nfoo = 1\n"), "foo"),
+        (
+            SITE.replace("block_scale = 1.0 }", "block_scale = 1.0, beta = 0.5 }"),
+            "reference.\"beta\"",
+        ),
     ] {
         let d = site_dir(&site);
         let o = talus(d.path(), &["calibrate", "site.toml", "--out", OUT]);
@@ -157,6 +176,6 @@ fn bad_calibrate_tables_are_refused_before_any_stage() {
         assert!(!d.path().join(OUT).exists(), "a stage ran for {needle}");
     }
     let d = site_dir(SITE);
-    let o = talus(d.path(), &["calibrate", "site.toml", "--out", OUT, "--member", "4"]);
-    assert!(!o.status.success() && text(&o).contains("4 members"), "{}", text(&o));
+    let o = talus(d.path(), &["calibrate", "site.toml", "--out", OUT, "--member", "5"]);
+    assert!(!o.status.success() && text(&o).contains("5 members"), "{}", text(&o));
 }

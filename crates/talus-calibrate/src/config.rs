@@ -184,6 +184,13 @@ pub struct Config {
     /// Record each member's wall time in the runs table. With `false` it is written as 0,
     /// so that the same ensemble gives a byte-identical table however it was run.
     pub wall_times: bool,
+    /// The uncalibrated reference: one value for every varied parameter, by its name in
+    /// the runs table (`restitution`, ..., or the dotted key), e.g. textbook friction
+    /// before any calibration. When given, one more member (the last) runs with these
+    /// values; the report sets its travel angle, IoU and runout beside the best member's,
+    /// the survey's and Scheidegger's, to show how far the calibration moved the result.
+    /// It never becomes the best member. Empty (default): no reference member.
+    pub reference: BTreeMap<String, f64>,
 }
 
 impl Default for Config {
@@ -196,6 +203,7 @@ impl Default for Config {
             weights: Weights::default(),
             parameters: Parameters::default(),
             wall_times: true,
+            reference: BTreeMap::new(),
         }
     }
 }
@@ -223,6 +231,25 @@ impl Config {
             if key == "seed.size" || key.starts_with("seed.size.") {
                 return Err(Error::Config(format!(
                     "parameters.keys.\"{key}\": vary the block size with `block_scale`"
+                )));
+            }
+        }
+        if !self.reference.is_empty() {
+            for (name, v) in &self.reference {
+                if !params.iter().any(|p| &p.name == name) {
+                    return Err(Error::Config(format!(
+                        "reference.\"{name}\": not a varied parameter (the reference gives a value to each of: {})",
+                        params.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", ")
+                    )));
+                }
+                if !v.is_finite() {
+                    return Err(Error::Config(format!("reference.\"{name}\": {v} is not finite")));
+                }
+            }
+            if let Some(p) = params.iter().find(|p| !self.reference.contains_key(&p.name)) {
+                return Err(Error::Config(format!(
+                    "reference: no value for the varied parameter `{}` (give one for each)",
+                    p.name
                 )));
             }
         }
@@ -275,6 +302,13 @@ mod tests {
         let c = parse("[parameters]\nblock_scale = { min = 0.8, max = 1.2 }\n").unwrap();
         assert!(c.varies_seed());
         assert_eq!(c.search, Search::LatinHypercube);
+        // A reference adds one member after the search's.
+        let c = parse(
+            "samples = 4\nreference = { restitution = 0.0 }\n[parameters]\nrestitution = { min = 0.1, max = 0.2 }\n",
+        )
+        .unwrap();
+        assert_eq!(crate::sample::member_count(&c), 5);
+        assert_eq!(crate::sample::search_count(&c), 4);
     }
 
     #[test]
@@ -299,6 +333,14 @@ mod tests {
                 "weights.iou",
             ),
             ("samples = 4\n", "no parameter"),
+            (
+                "reference = { restitution = 0.1, beta = 0.5 }\n[parameters]\nrestitution = { values = [0.1] }\n",
+                "reference.\"beta\"",
+            ),
+            (
+                "reference = { restitution = 0.1 }\n[parameters]\nrestitution = { values = [0.1] }\nblock_scale = { values = [1.0] }\n",
+                "`block_scale`",
+            ),
         ] {
             let e = parse(text).unwrap_err();
             assert!(e.contains(needle), "expected `{needle}` in: {e}");

@@ -349,7 +349,11 @@ impl Ensemble {
             let path = self.row_path(i);
             let mut r = table::read(&path, &self.params)?;
             let expected = crate::member(&self.config, i);
-            if r.len() != 1 || r[0].member as usize != i || r[0].values != expected.values {
+            if r.len() != 1
+                || r[0].member as usize != i
+                || r[0].values != expected.values
+                || r[0].reference != expected.reference
+            {
                 return Err(Error::Ensemble(format!(
                     "{}: this row is not member {i} of the current [calibrate] table (the table changed?): re-run it with --member {i}",
                     path.display()
@@ -378,7 +382,9 @@ impl Ensemble {
         };
         let prov = self.provenance().with_inputs(&paths)?;
         let summary = crate::report::write(&self.out, &collection, &prov, (1200, 900))?;
-        let members: Vec<usize> = rows.iter().map(|r| r.member as usize).collect();
+        // The reach fraction is the search's; the reference is not one of its samples.
+        let members: Vec<usize> =
+            rows.iter().filter(|r| !r.reference).map(|r| r.member as usize).collect();
         if let Some((k, written)) = self.reach_fraction(&members)? {
             (ctx.log)(&format!("hazard reach fraction of {k} members: {}", written.display()));
         }

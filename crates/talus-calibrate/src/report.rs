@@ -89,13 +89,17 @@ pub fn write(
         _ => None,
     };
     let figure = dir.join(names::FIGURES).join("sensitivity.png");
+    // The figure shows the search; the reference member is not one of its samples.
+    let search: Vec<&Row> = c.rows.iter().filter(|r| !r.reference).collect();
+    let best_in_search =
+        best.and_then(|b| search.iter().position(|r| std::ptr::eq(*r, &c.rows[b])));
     let columns: Vec<Vec<f64>> =
-        (0..c.params.len()).map(|d| c.rows.iter().map(|r| r.values[d]).collect()).collect();
+        (0..c.params.len()).map(|d| search.iter().map(|r| r.values[d]).collect()).collect();
     let named: Vec<(&str, &[f64])> =
         c.params.iter().zip(&columns).map(|(p, v)| (p.name.as_str(), v.as_slice())).collect();
-    let score: Vec<f64> = c.rows.iter().map(|r| r.score).collect();
-    let iou: Vec<f64> = c.rows.iter().map(|r| r.metrics.deposit_iou).collect();
-    let runout: Vec<f64> = c.rows.iter().map(|r| r.metrics.runout_error()).collect();
+    let score: Vec<f64> = search.iter().map(|r| r.score).collect();
+    let iou: Vec<f64> = search.iter().map(|r| r.metrics.deposit_iou).collect();
+    let runout: Vec<f64> = search.iter().map(|r| r.metrics.runout_error()).collect();
     let w = figure_size.0.max(360 * named.len() as u32).min(8000);
     sensitivity(
         &figure,
@@ -106,7 +110,7 @@ pub fn write(
             SensitivitySeries { label: "deposit IoU", values: &iou },
             SensitivitySeries { label: "relative runout error", values: &runout },
         ],
-        best,
+        best_in_search,
     )?;
     let png = std::fs::read(&figure)
         .map_err(|e| Error::Output { path: figure.clone(), message: e.to_string() })?;
@@ -128,7 +132,7 @@ const STYLE: &str = "body{font-family:DejaVu Sans,Helvetica,Arial,sans-serif;max
 h2{border-bottom:1px solid #ccc;padding-bottom:0.2em;margin-top:1.6em}\
 table{border-collapse:collapse;margin:0.5em 0}td,th{border:1px solid #ccc;padding:0.2em 0.5em;text-align:left}\
 th{background:#f0f0f0}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\
-tr.best td{background:#fff3c4}tr.failed td{color:#a00}pre{background:#f7f7f7;border:1px solid #ddd;padding:0.8em;overflow-x:auto}\
+tr.best td{background:#fff3c4}tr.reference td{background:#e8f0fb}tr.failed td{color:#a00}pre{background:#f7f7f7;border:1px solid #ddd;padding:0.8em;overflow-x:auto}\
 figure img{max-width:100%;border:1px solid #ddd}\
 td.status{max-width:32em;overflow-wrap:anywhere}td.status details summary{cursor:pointer}";
 
@@ -176,6 +180,7 @@ fn render(c: &Collection, best: Option<usize>, best_text: Option<&str>, png: &[u
         }
         _ => h.push_str("<p>No member succeeded.</p>\n"),
     }
+    h.push_str(&travel_angles(c, best));
     let _ = writeln!(
         h,
         "<h2>Sensitivity</h2>\n<figure id=\"fig-sensitivity\"><img alt=\"sensitivity\" src=\"{}\"><figcaption>Score, deposit IoU and relative runout error of every member against each varied parameter; red cross: the best member.</figcaption></figure>",
@@ -196,13 +201,19 @@ fn render(c: &Collection, best: Option<usize>, best_text: Option<&str>, png: &[u
         let r = &c.rows[i];
         let class = if Some(i) == best {
             " class=\"best\""
+        } else if r.reference {
+            " class=\"reference\""
         } else if r.status == Status::Failed {
             " class=\"failed\""
         } else {
             ""
         };
-        let _ =
-            write!(h, "<tr id=\"member-{}\"{class}><td class=\"num\">{}</td>", r.member, r.member);
+        let label = if r.reference { " (reference)" } else { "" };
+        let _ = write!(
+            h,
+            "<tr id=\"member-{}\"{class}><td class=\"num\">{}{label}</td>",
+            r.member, r.member
+        );
         for v in &r.values {
             let _ = write!(h, "<td class=\"num\">{}</td>", format_value(*v));
         }
@@ -235,6 +246,80 @@ fn render(c: &Collection, best: Option<usize>, best_text: Option<&str>, png: &[u
     h
 }
 
+/// Degrees with one decimal and H/L with three, or "n/a".
+fn angle(deg: f64) -> String {
+    if deg.is_finite() {
+        format!("{deg:.1}&deg; (H/L {:.3})", deg.to_radians().tan())
+    } else {
+        "n/a".into()
+    }
+}
+
+/// The travel angles: the survey's, Scheidegger's for the scar's volume, the best
+/// member's, the search's range and the uncalibrated reference's.
+fn travel_angles(c: &Collection, best: Option<usize>) -> String {
+    let mut h = String::from("<h2 id=\"travel-angle\">Travel angle</h2>\n");
+    let ok: Vec<&Row> = c.rows.iter().filter(|r| r.status == Status::Ok).collect();
+    let Some(first) = ok.first() else {
+        h.push_str("<p>No member succeeded.</p>\n");
+        return h;
+    };
+    h.push_str("<p>Fahrb&ouml;schung atan(H/L): the drop H from the crown of the scar to the farthest deposit over its horizontal distance L. Scheidegger's (1973) relation for rock avalanches, log<sub>10</sub>(H/L) = 0.62419 &minus; 0.15666 log<sub>10</sub>V, gives the angle expected of the scar's volume V.</p>\n<table><tr><th>run</th><th>travel angle</th><th>deposit IoU</th><th>runout error</th></tr>\n");
+    let m = &first.metrics;
+    let _ = writeln!(
+        h,
+        "<tr><td>survey</td><td class=\"num\">{}</td><td></td><td></td></tr>\n<tr><td>Scheidegger (1973), the scar's volume</td><td class=\"num\">{}</td><td></td><td></td></tr>",
+        angle(m.travel_angle_surveyed),
+        angle(m.travel_angle_scheidegger())
+    );
+    let row = |h: &mut String, what: String, r: &Row| {
+        let _ = writeln!(
+            h,
+            "<tr><td>{what}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+            angle(r.metrics.travel_angle_simulated),
+            format_value(r.metrics.deposit_iou),
+            format_value(r.metrics.runout_error())
+        );
+    };
+    if let Some(b) = best {
+        row(&mut h, format!("best member ({})", c.rows[b].member), &c.rows[b]);
+    }
+    let angles: Vec<f64> = ok
+        .iter()
+        .filter(|r| !r.reference)
+        .map(|r| r.metrics.travel_angle_simulated)
+        .filter(|a| a.is_finite())
+        .collect();
+    if let (Some(lo), Some(hi)) =
+        (angles.iter().copied().reduce(f64::min), angles.iter().copied().reduce(f64::max))
+    {
+        let _ = writeln!(
+            h,
+            "<tr><td>the search's {} members</td><td class=\"num\">{lo:.1}&ndash;{hi:.1}&deg;</td><td></td><td></td></tr>",
+            angles.len()
+        );
+    }
+    match c.rows.iter().find(|r| r.reference) {
+        Some(r) if r.status == Status::Ok => {
+            row(&mut h, format!("uncalibrated reference ({})", r.member), r)
+        }
+        Some(r) => {
+            let _ = writeln!(
+                h,
+                "<tr><td>uncalibrated reference ({})</td><td colspan=\"3\">failed: {}</td></tr>",
+                r.member,
+                escape(&r.error)
+            );
+        }
+        None => {}
+    }
+    h.push_str("</table>\n");
+    if !c.rows.iter().any(|r| r.reference) {
+        h.push_str("<p>Set <code>[calibrate] reference</code> (one value per varied parameter, e.g. textbook friction) to run the uncalibrated configuration beside the search and see how far the calibration moved the travel angle.</p>\n");
+    }
+    h
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,11 +327,70 @@ mod tests {
     use crate::sample::Member;
     use crate::table::Row;
 
+    /// The travel-angle section sets the survey's, Scheidegger's (atan of its H/L), the best
+    /// member's, the search's range and the reference's side by side; the reference row
+    /// is marked and is never the best.
+    #[test]
+    fn travel_angles_sit_beside_scheidegger_and_the_reference() {
+        let config = Config::default();
+        let w = Weights::default();
+        let metrics = |iou: f64, angle: f64| crate::table::Metrics {
+            deposit_iou: iou,
+            volume_overlap: 0.3,
+            runout_simulated: 330.0,
+            runout_surveyed: 316.0,
+            thickness_rmse: 17.0,
+            deposit_volume_surveyed: 9e5,
+            deposit_area_surveyed: 4e4,
+            centroid_offset: 20.0,
+            travel_angle_simulated: angle,
+            travel_angle_surveyed: 27.3,
+            h_over_l_scheidegger: 0.5,
+        };
+        let m = |i: usize, reference: bool| Member { index: i, seed: 1, values: vec![], reference };
+        let rows = [
+            Row::new(&m(0, false), Ok(metrics(0.5, 26.0)), &w, 1.0),
+            Row::new(&m(1, false), Ok(metrics(0.6, 25.5)), &w, 1.0),
+            // The reference scores best but is not a candidate.
+            Row::new(&m(2, true), Ok(metrics(0.9, 34.0)), &w, 1.0),
+        ];
+        let best = crate::table::best(&rows);
+        assert_eq!(best, Some(1));
+        let c = Collection {
+            site: "s",
+            config: &config,
+            params: &[],
+            rows: &rows,
+            best_site: None,
+            best_report: None,
+        };
+        let html = travel_angles(&c, best);
+        // Scheidegger: atan(0.5) = 26.565°.
+        assert!(html.contains("26.6&deg; (H/L 0.500)"), "{html}");
+        assert!(html.contains("<td>survey</td><td class=\"num\">27.3&deg;"), "{html}");
+        assert!(html.contains("best member (1)</td><td class=\"num\">25.5&deg;"), "{html}");
+        assert!(
+            html.contains("the search's 2 members</td><td class=\"num\">25.5&ndash;26.0&deg;"),
+            "{html}"
+        );
+        assert!(
+            html.contains("uncalibrated reference (2)</td><td class=\"num\">34.0&deg;"),
+            "{html}"
+        );
+        let page = render(&c, best, None, b"png");
+        assert!(page.contains(
+            "<tr id=\"member-2\" class=\"reference\"><td class=\"num\">2 (reference)</td>"
+        ));
+        // Without a reference the section says how to get one.
+        let c = Collection { rows: &rows[..2], ..c };
+        assert!(travel_angles(&c, best).contains("[calibrate] reference"));
+    }
+
     /// A failed member's long reason is folded under its status in a wrapping cell.
     #[test]
     fn failure_reasons_are_folded_in_a_wrapping_cell() {
         let config = Config::default();
-        let member = Member { index: 0, seed: 1, values: vec![] };
+        let member = Member { index: 0, seed: 1, values: vec![], reference: false };
         let reason = "stage run failed: ".to_string() + &"a very long error chain ".repeat(20);
         let rows = [Row::new(&member, Err(reason.clone()), &Weights::default(), 1.0)];
         let c = Collection {

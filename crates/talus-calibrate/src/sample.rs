@@ -60,6 +60,8 @@ pub struct Member {
     pub seed: u64,
     /// One value per parameter, in the order of [`parameters`].
     pub values: Vec<f64>,
+    /// The uncalibrated reference (`[calibrate] reference`), not a member of the search.
+    pub reference: bool,
 }
 
 /// SplitMix64's output function (Steele, Lea, Flood 2014).
@@ -75,8 +77,13 @@ pub fn member_seed(seed: u64, index: usize) -> u64 {
     splitmix64(seed ^ splitmix64(index as u64))
 }
 
-/// Members in the ensemble.
+/// Members in the ensemble: the search's, then the reference when there is one.
 pub fn member_count(config: &Config) -> usize {
+    search_count(config).saturating_add(usize::from(!config.reference.is_empty()))
+}
+
+/// Members of the search alone.
+pub fn search_count(config: &Config) -> usize {
     match config.search {
         Search::Grid => parameters(config)
             .iter()
@@ -91,6 +98,10 @@ pub fn member_count(config: &Config) -> usize {
 pub fn member(config: &Config, index: usize) -> Member {
     let params = parameters(config);
     let seed = member_seed(config.seed, index);
+    if !config.reference.is_empty() && index == search_count(config) {
+        let values = params.iter().map(|p| config.reference[&p.name]).collect();
+        return Member { index, seed, values, reference: true };
+    }
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let values = match config.search {
         Search::Grid => {
@@ -122,7 +133,7 @@ pub fn member(config: &Config, index: usize) -> Member {
                 .collect()
         }
     };
-    Member { index, seed, values }
+    Member { index, seed, values, reference: false }
 }
 
 /// Every member, in order.
@@ -284,6 +295,27 @@ mod tests {
         // A list of values: each value used n / len times.
         let k = m.iter().filter(|x| x.values[1] == 0.8).count();
         assert_eq!(k, n / 2);
+    }
+
+    /// The reference member comes last with the given values; the search's members do not
+    /// change.
+    #[test]
+    fn the_reference_is_the_last_member() {
+        let c = config(Search::LatinHypercube);
+        let mut r = c.clone();
+        r.reference = [
+            ("restitution".to_string(), 0.05),
+            ("block_scale".to_string(), 1.0),
+            ("run.separation.beta".to_string(), 0.3),
+        ]
+        .into();
+        r.validate().unwrap();
+        let all = members(&r);
+        assert_eq!(all.len(), c.samples + 1);
+        assert_eq!(all[..c.samples], members(&c)[..]);
+        let last = &all[c.samples];
+        assert!(last.reference && !all[0].reference);
+        assert_eq!(last.values, vec![0.05, 1.0, 0.3]);
     }
 
     #[test]

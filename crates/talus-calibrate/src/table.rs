@@ -12,7 +12,9 @@
 use crate::Error;
 use crate::config::Weights;
 use crate::sample::{Member, Parameter};
-use arrow::array::{ArrayRef, Float64Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
+use arrow::array::{
+    ArrayRef, BooleanArray, Float64Array, RecordBatch, StringArray, UInt32Array, UInt64Array,
+};
 use arrow::datatypes::{DataType, Schema};
 use std::path::Path;
 use std::sync::Arc;
@@ -47,6 +49,11 @@ pub struct Metrics {
     pub deposit_volume_surveyed: f64,
     pub deposit_area_surveyed: f64,
     pub centroid_offset: f64,
+    /// Fahrböschung atan(H/L) of the simulated and the surveyed runout, degrees.
+    pub travel_angle_simulated: f64,
+    pub travel_angle_surveyed: f64,
+    /// H/L of Scheidegger's (1973) volume relation for the scar's volume, 1.
+    pub h_over_l_scheidegger: f64,
 }
 
 /// A term of the score: its name, weight, loss, and the metrics it is computed from.
@@ -64,6 +71,9 @@ impl Metrics {
             deposit_volume_surveyed: f64::NAN,
             deposit_area_surveyed: f64::NAN,
             centroid_offset: f64::NAN,
+            travel_angle_simulated: f64::NAN,
+            travel_angle_surveyed: f64::NAN,
+            h_over_l_scheidegger: f64::NAN,
         }
     }
 
@@ -83,12 +93,20 @@ impl Metrics {
             deposit_volume_surveyed: get("deposit_volume_surveyed"),
             deposit_area_surveyed: get("deposit_area_surveyed"),
             centroid_offset: get("centroid_offset"),
+            travel_angle_simulated: get("travel_angle_simulated"),
+            travel_angle_surveyed: get("travel_angle_surveyed"),
+            h_over_l_scheidegger: get("h_over_l_scheidegger"),
         })
     }
 
     /// Relative runout error |L_sim − L_obs| / L_obs.
     pub fn runout_error(&self) -> f64 {
         (self.runout_simulated - self.runout_surveyed).abs() / self.runout_surveyed
+    }
+
+    /// Scheidegger's travel angle atan(H/L) for the scar's volume, degrees.
+    pub fn travel_angle_scheidegger(&self) -> f64 {
+        self.h_over_l_scheidegger.atan().to_degrees()
     }
 
     /// Mean surveyed deposit thickness V_obs / A_obs, m.
@@ -155,6 +173,8 @@ pub struct Row {
     pub member_seed: u64,
     /// One value per parameter.
     pub values: Vec<f64>,
+    /// The uncalibrated reference member (`[calibrate] reference`), never the best.
+    pub reference: bool,
     pub status: Status,
     pub metrics: Metrics,
     /// NaN when failed.
@@ -185,6 +205,7 @@ impl Row {
             member: member.index as u32,
             member_seed: member.seed,
             values: member.values.clone(),
+            reference: member.reference,
             status,
             metrics,
             score,
@@ -213,6 +234,18 @@ const METRIC_COLUMNS: &[(&str, &str, &str, Getter)] = &[
     ("centroid_offset", "m", "distance between the deposit centroids", |r| {
         r.metrics.centroid_offset
     }),
+    ("travel_angle_simulated", "deg", "Fahrboschung atan(H/L) of the simulated runout", |r| {
+        r.metrics.travel_angle_simulated
+    }),
+    ("travel_angle_surveyed", "deg", "Fahrboschung atan(H/L) of the surveyed runout", |r| {
+        r.metrics.travel_angle_surveyed
+    }),
+    (
+        "h_over_l_scheidegger",
+        "1",
+        "H/L of Scheidegger's (1973) relation for the scar's volume (its travel angle is atan of it)",
+        |r| r.metrics.h_over_l_scheidegger,
+    ),
     ("score", "1", "weighted score, lower is better (NaN when failed)", |r| r.score),
     ("wall_time_s", "s", "wall time of the member's stages (0 when not recorded)", |r| {
         r.wall_time_s
@@ -234,6 +267,13 @@ pub fn schema(params: &[Parameter]) -> Schema {
             &format!("varied parameter, site key `{}`", p.key),
         ));
     }
+    fields.push(field(
+        "reference",
+        DataType::Boolean,
+        false,
+        "1",
+        "the uncalibrated reference member ([calibrate] reference), not part of the search",
+    ));
     fields.push(field("status", DataType::Utf8, false, "1", "ok | failed"));
     for (n, u, d, _) in METRIC_COLUMNS {
         fields.push(field(n, DataType::Float64, false, u, d));
@@ -251,6 +291,7 @@ fn batch(params: &[Parameter], rows: &[Row]) -> Result<(Arc<Schema>, RecordBatch
     for d in 0..params.len() {
         cols.push(Arc::new(Float64Array::from_iter_values(rows.iter().map(|r| r.values[d]))));
     }
+    cols.push(Arc::new(BooleanArray::from(rows.iter().map(|r| r.reference).collect::<Vec<_>>())));
     cols.push(Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.status.as_str()))));
     for (_, _, _, g) in METRIC_COLUMNS {
         cols.push(Arc::new(Float64Array::from_iter_values(rows.iter().map(g))));
@@ -280,6 +321,7 @@ pub fn read(path: &Path, params: &[Parameter]) -> Result<Vec<Row>, Error> {
     let seed = t.u64s("member_seed")?;
     let values: Vec<Vec<f64>> = params.iter().map(|p| t.f64s(&p.name)).collect::<Result<_, _>>()?;
     let status = t.strings("status")?;
+    let reference = t.bools("reference")?;
     let col = |n: &str| t.f64s(n);
     let (iou, vo, rs, ro) = (
         col("deposit_iou")?,
@@ -294,12 +336,18 @@ pub fn read(path: &Path, params: &[Parameter]) -> Result<Vec<Row>, Error> {
         col("score")?,
         col("wall_time_s")?,
     );
+    let (ta_sim, ta_obs, hl_sch) = (
+        col("travel_angle_simulated")?,
+        col("travel_angle_surveyed")?,
+        col("h_over_l_scheidegger")?,
+    );
     let error = t.strings("error")?;
     Ok((0..t.num_rows())
         .map(|i| Row {
             member: member[i],
             member_seed: seed[i],
             values: values.iter().map(|v| v[i]).collect(),
+            reference: reference[i],
             status: if status[i] == "ok" { Status::Ok } else { Status::Failed },
             metrics: Metrics {
                 deposit_iou: iou[i],
@@ -311,6 +359,9 @@ pub fn read(path: &Path, params: &[Parameter]) -> Result<Vec<Row>, Error> {
                 deposit_volume_surveyed: hbar[i],
                 deposit_area_surveyed: 1.0,
                 centroid_offset: off[i],
+                travel_angle_simulated: ta_sim[i],
+                travel_angle_surveyed: ta_obs[i],
+                h_over_l_scheidegger: hl_sch[i],
             },
             score: score[i],
             wall_time_s: wall[i],
@@ -319,11 +370,12 @@ pub fn read(path: &Path, params: &[Parameter]) -> Result<Vec<Row>, Error> {
         .collect())
 }
 
-/// Index of the best row: the lowest score among the `ok` rows (ties: the lowest member).
+/// Index of the best row: the lowest score among the `ok` rows of the search (ties: the
+/// lowest member); the reference member is not a candidate.
 pub fn best(rows: &[Row]) -> Option<usize> {
     rows.iter()
         .enumerate()
-        .filter(|(_, r)| r.status == Status::Ok && r.score.is_finite())
+        .filter(|(_, r)| r.status == Status::Ok && r.score.is_finite() && !r.reference)
         .min_by(|(_, a), (_, b)| a.score.total_cmp(&b.score).then(a.member.cmp(&b.member)))
         .map(|(i, _)| i)
 }
@@ -343,11 +395,14 @@ mod tests {
             deposit_volume_surveyed: 1000.0,
             deposit_area_surveyed: 100.0,
             centroid_offset: 3.0,
+            travel_angle_simulated: 30.0,
+            travel_angle_surveyed: 28.0,
+            h_over_l_scheidegger: 0.5,
         }
     }
 
     fn member(i: usize, v: f64) -> Member {
-        Member { index: i, seed: i as u64 * 7, values: vec![v] }
+        Member { index: i, seed: i as u64 * 7, values: vec![v], reference: false }
     }
 
     #[test]
@@ -386,6 +441,12 @@ mod tests {
         assert_eq!(rows[b].score, min);
         assert_eq!(b, 1);
         assert_eq!(best(&rows[2..3]), None);
+        // The reference member never wins, even with the lowest score.
+        let reference = Member { reference: true, ..member(4, 0.5) };
+        let mut with_ref = rows.clone();
+        with_ref.push(Row::new(&reference, Ok(metrics(1.0, 200.0, 0.0)), &w, 1.0));
+        assert_eq!(with_ref[4].score, 0.0);
+        assert_eq!(best(&with_ref), Some(1));
     }
 
     #[test]
@@ -402,17 +463,31 @@ mod tests {
         let rows = vec![
             Row::new(&member(0, 0.1), Ok(metrics(0.3, 260.0, 6.0)), &w, 1.5),
             Row::new(&member(1, 0.2), Err("stage `run` failed".into()), &w, 2.0),
+            Row::new(
+                &Member { reference: true, ..member(2, 0.3) },
+                Ok(metrics(0.5, 220.0, 5.0)),
+                &w,
+                1.0,
+            ),
         ];
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("runs.parquet");
         let prov = talus_io::Provenance::new("calibrate", "test", &c);
         write(&path, &params, &rows, &prov).unwrap();
         let back = read(&path, &params).unwrap();
-        assert_eq!(back.len(), 2);
+        assert_eq!(back.len(), 3);
         for (a, b) in rows.iter().zip(&back) {
             assert_eq!(
-                (a.member, a.member_seed, &a.values, a.status),
-                (b.member, b.member_seed, &b.values, b.status)
+                (a.member, a.member_seed, &a.values, a.reference, a.status),
+                (b.member, b.member_seed, &b.values, b.reference, b.status)
+            );
+            assert_eq!(
+                a.metrics.travel_angle_simulated.to_bits(),
+                b.metrics.travel_angle_simulated.to_bits()
+            );
+            assert_eq!(
+                a.metrics.travel_angle_scheidegger().to_bits(),
+                b.metrics.travel_angle_scheidegger().to_bits()
             );
             assert_eq!(a.score.to_bits(), b.score.to_bits());
             assert_eq!(a.metrics.deposit_iou.to_bits(), b.metrics.deposit_iou.to_bits());
