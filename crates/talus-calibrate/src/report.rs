@@ -327,6 +327,11 @@ mod tests {
     use crate::sample::Member;
     use crate::table::Row;
 
+    /// A collection of `rows` with no parameter and no best site.
+    fn collection<'a>(config: &'a Config, rows: &'a [Row]) -> Collection<'a> {
+        Collection { site: "s", config, params: &[], rows, best_site: None, best_report: None }
+    }
+
     /// The travel-angle section sets the survey's, Scheidegger's (atan of its H/L), the best
     /// member's, the search's range and the reference's side by side; the reference row
     /// is marked and is never the best.
@@ -356,14 +361,7 @@ mod tests {
         ];
         let best = crate::table::best(&rows);
         assert_eq!(best, Some(1));
-        let c = Collection {
-            site: "s",
-            config: &config,
-            params: &[],
-            rows: &rows,
-            best_site: None,
-            best_report: None,
-        };
+        let c = collection(&config, &rows);
         let html = travel_angles(&c, best);
         // Scheidegger: atan(0.5) = 26.565°.
         assert!(html.contains("26.6&deg; (H/L 0.500)"), "{html}");
@@ -393,14 +391,7 @@ mod tests {
         let member = Member { index: 0, seed: 1, values: vec![], reference: false };
         let reason = "stage run failed: ".to_string() + &"a very long error chain ".repeat(20);
         let rows = [Row::new(&member, Err(reason.clone()), &Weights::default(), 1.0)];
-        let c = Collection {
-            site: "s",
-            config: &config,
-            params: &[],
-            rows: &rows,
-            best_site: None,
-            best_report: None,
-        };
+        let c = collection(&config, &rows);
         let html = render(&c, None, None, b"png");
         let cell = format!(
             "<td class=\"status\"><details><summary>failed</summary>{}</details></td>",

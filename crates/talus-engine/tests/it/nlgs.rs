@@ -386,7 +386,7 @@ fn admm_solver(tolerance: f64) -> SolverConfig {
 /// ADMM certifies every island at 1e-9 from a cold start, its certificate is the one
 /// `certify` computes from the program's data, and x agrees with Clarabel's (1e-10) to
 /// 1e-5 relative. Started from its own answer's percussions it is certified at 1e-8 within
-/// two iterations.
+/// four iterations.
 #[test]
 fn admm_agrees_with_clarabel_on_random_islands() {
     let mut rng = ChaCha8Rng::seed_from_u64(16);
@@ -405,10 +405,11 @@ fn admm_agrees_with_clarabel_on_random_islands() {
         worst = worst.max(err);
         assert!(err < 1e-5, "case {case}: ‖Δx‖∞/‖x‖∞ = {err}; ADMM {:?}", o.certificate);
         // The percussions it returns are the answer (to 1e-9): a warm start there is
-        // certified at 1e-8 by the first or second check.
+        // certified at 1e-8 by one of the first three checks (after 1, 2 and 4
+        // iterations; a cold start needs hundreds).
         let again = admm::solve(&cq, &bodies, &contacts, &o.impulses, 1e-8, 20_000);
         assert!(
-            again.solution.solved && again.iterations <= 2,
+            again.solution.solved && again.iterations <= 4,
             "case {case}: {} iterations from the answer",
             again.iterations
         );
