@@ -33,7 +33,5 @@ pub mod table;
 pub use config::{Config, Parameters, Scale, Search, Spec, Weights};
 pub use ensemble::{Collected, Ensemble, describe};
 pub use error::Error;
-pub use sample::{
-    BaseBlocks, Member, Parameter, member, member_count, members, parameters, search_count,
-};
+pub use sample::{BaseBlocks, Member, Parameter, member, member_count, members, parameters};
 pub use table::{Metrics, Row, Status};

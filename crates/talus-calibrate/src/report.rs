@@ -89,10 +89,10 @@ pub fn write(
         _ => None,
     };
     let figure = dir.join(names::FIGURES).join("sensitivity.png");
-    // The figure shows the search; the reference member is not one of its samples.
+    // The figure shows the search; the reference member is not one of its samples (nor
+    // ever the best, so the best's index among the search's rows counts those before it).
     let search: Vec<&Row> = c.rows.iter().filter(|r| !r.reference).collect();
-    let best_in_search =
-        best.and_then(|b| search.iter().position(|r| std::ptr::eq(*r, &c.rows[b])));
+    let best_in_search = best.map(|b| c.rows[..b].iter().filter(|r| !r.reference).count());
     let columns: Vec<Vec<f64>> =
         (0..c.params.len()).map(|d| search.iter().map(|r| r.values[d]).collect()).collect();
     let named: Vec<(&str, &[f64])> =
