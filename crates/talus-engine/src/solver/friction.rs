@@ -81,9 +81,8 @@
 //! KE⁺ ≤ KE⁻ on random jumps with κ too.
 
 use crate::geometry::contact::ContactKind;
-use crate::solver::assembly::{JumpBody, JumpContact, Qp};
+use crate::solver::assembly::{JumpBody, JumpContact, Qp, csc_from_rows};
 use crate::solver::clarabel::{QpOutcome, QpStatus, SolverUsed};
-use clarabel::algebra::CscMatrix;
 use clarabel::solver::{
     DefaultSolver, IPSolver, NonnegativeConeT, SecondOrderConeT, SolverStatus, SupportedConeT,
 };
@@ -276,10 +275,7 @@ pub fn assemble_cones(
     // Push one row d·(R_k x) (with sign per side) scaled by `scale`; returns d·R_k u⁻.
     let mut push_row = |row: usize, ct: &JumpContact, d: &Vector3<f64>, scale: f64| -> f64 {
         let mut du = 0.0;
-        let mut sides = vec![(ct.i, 1.0)];
-        if let Some(j) = ct.j {
-            sides.push((j, -1.0));
-        }
+        let sides = [(ct.i, 1.0)].into_iter().chain(ct.j.map(|j| (j, -1.0)));
         for (b, sign) in sides {
             let rr = row6(&(ct.point - bodies[b].pos), d) * sign;
             du += rr.dot(&u6(&bodies[b]));
@@ -317,9 +313,9 @@ pub fn assemble_cones(
         cones.push(NonnegativeConeT(run));
     }
     let m = r.len();
-    let c = CscMatrix::new_from_triplets(m, n, rows, cols, vals);
+    let c = csc_from_rows(m, n, &rows, &cols, &vals);
     ConeQp {
-        qp: Qp { h_upper: base.h_upper.clone(), p: base.p.clone(), c, r },
+        qp: Qp::new(base.h_upper.clone(), base.p.clone(), c, r),
         cones,
         normal_rows,
         mu: friction.iter().map(|f| f.mu).collect(),

@@ -361,12 +361,12 @@ fn polish_once(
             }
         }
     }
-    let qp = crate::solver::assembly::Qp {
-        h_upper: clarabel::algebra::CscMatrix::new_from_triplets(n, n, hi, hj, hv),
+    let qp = crate::solver::assembly::Qp::new(
+        clarabel::algebra::CscMatrix::new_from_triplets(n, n, hi, hj, hv),
         p,
-        c: clarabel::algebra::CscMatrix::new_from_triplets(m, n, rows, cols, vals),
+        clarabel::algebra::CscMatrix::new_from_triplets(m, n, rows, cols, vals),
         r,
-    };
+    );
     let (x, lambda) = crate::solver::warm::solve_equality(&qp, x0, &l0, iterations)?;
     let mut z = vec![Vector3::zeros(); st.len()];
     let mut j = 0;
