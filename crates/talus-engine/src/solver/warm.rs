@@ -188,8 +188,10 @@ struct KPattern {
     rowval: Vec<usize>,
     /// Slot of each H entry (in h_upper's order).
     h_slot: Vec<usize>,
-    /// Per constraint: (slot, a, b) of c_a c_b products (a, b index the row entries).
-    c_slots: Vec<Vec<(usize, u8, u8)>>,
+    /// Per constraint k, `c_slots[c_start[k]..c_start[k + 1]]`: (slot, a, b) of the c_a c_b
+    /// products (a, b index the row entries).
+    c_slots: Vec<(usize, u8, u8)>,
+    c_start: Vec<usize>,
 }
 
 impl KPattern {
@@ -281,19 +283,26 @@ impl KPattern {
                 h_slot.push(upper(h.rowval[k], col));
             }
         }
-        let c_slots = rows
-            .iter()
-            .map(|row| {
-                let mut v = Vec::with_capacity(row.len() * (row.len() + 1) / 2);
+        // The rows of one friction cone have the same columns: their slots are copied.
+        let mut c_start = Vec::with_capacity(rows.len() + 1);
+        c_start.push(0);
+        let mut c_slots: Vec<(usize, u8, u8)> = Vec::new();
+        for (k, row) in rows.iter().enumerate() {
+            let same_columns = k > 0
+                && rows[k - 1].len() == row.len()
+                && rows[k - 1].iter().zip(row).all(|(a, b)| a.0 == b.0);
+            if same_columns {
+                c_slots.extend_from_within(c_start[k - 1]..c_start[k]);
+            } else {
                 for (a, &(ca, _)) in row.iter().enumerate() {
                     for (b, &(cb, _)) in row.iter().enumerate().skip(a) {
-                        v.push((upper(ca, cb), a as u8, b as u8));
+                        c_slots.push((upper(ca, cb), a as u8, b as u8));
                     }
                 }
-                v
-            })
-            .collect();
-        Some(KPattern { perm, colptr, rowval, h_slot, c_slots })
+            }
+            c_start.push(c_slots.len());
+        }
+        Some(KPattern { perm, colptr, rowval, h_slot, c_slots, c_start })
     }
 
     fn values(
@@ -309,12 +318,11 @@ impl KPattern {
         for (k, &s) in self.h_slot.iter().enumerate() {
             v[s] += qp.h_upper.nzval[k];
         }
-        for (k, slots) in self.c_slots.iter().enumerate() {
+        for (k, row) in rows.iter().enumerate() {
             if !active[k] {
                 continue;
             }
-            let row = &rows[k];
-            for &(s, a, b) in slots {
+            for &(s, a, b) in &self.c_slots[self.c_start[k]..self.c_start[k + 1]] {
                 v[s] += rho[k] * row[a as usize].1 * row[b as usize].1;
             }
         }
