@@ -228,6 +228,26 @@ impl Default for SeparationConfig {
     }
 }
 
+/// Ending the run before its duration once the blocks are at rest, as rockfall and
+/// avalanche codes do (RAMMS ends a run when the flow's momentum falls below a share of its
+/// maximum): here, when the kinetic energy of the blocks on the terrain has stayed at or
+/// below `kinetic_fraction` of its largest value so far for `hold` seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StopAtRest {
+    /// Share of the largest kinetic energy so far, in (0, 1).
+    pub kinetic_fraction: f64,
+    /// How long the kinetic energy must stay below it, s (at least one step).
+    pub hold: f64,
+}
+
+impl StopAtRest {
+    /// Steps the kinetic energy must stay below the threshold, at time step `dt`.
+    pub fn hold_steps(&self, dt: f64) -> u64 {
+        (self.hold / dt).round().max(1.0) as u64
+    }
+}
+
 /// Options of `talus run`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
@@ -238,6 +258,10 @@ pub struct Config {
     pub duration: f64,
     /// Number of steps (overrides `duration` when set).
     pub steps: Option<u64>,
+    /// End the run earlier once the blocks are at rest (default: run the whole duration).
+    /// E.g. `stop_at_rest = { kinetic_fraction = 1e-4, hold = 1.0 }`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_at_rest: Option<StopAtRest>,
     /// Gravity, m/s², along −z.
     pub gravity: f64,
     /// Dissipation coefficients κ_N, κ_T.
@@ -284,6 +308,7 @@ impl Default for Config {
             dt: 1e-3,
             duration: 1.0,
             steps: None,
+            stop_at_rest: None,
             gravity: 9.81,
             kappa: Kappa::Thesis { factor: 0.5 },
             tolerance: 1e-3,
@@ -326,6 +351,17 @@ impl Config {
         }
         if self.steps.is_none() && !(self.duration.is_finite() && self.duration >= 0.0) {
             return bad(format!("duration = {} s must be finite and >= 0", self.duration));
+        }
+        if let Some(r) = self.stop_at_rest
+            && !(r.kinetic_fraction > 0.0
+                && r.kinetic_fraction < 1.0
+                && r.hold.is_finite()
+                && r.hold >= 0.0)
+        {
+            return bad(format!(
+                "stop_at_rest: kinetic_fraction = {} must be in (0, 1) and hold = {} s finite and >= 0",
+                r.kinetic_fraction, r.hold
+            ));
         }
         if !(self.gravity.is_finite() && self.gravity >= 0.0) {
             return bad(format!("gravity = {} m/s² must be finite and >= 0", self.gravity));

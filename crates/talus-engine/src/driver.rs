@@ -47,6 +47,10 @@ pub struct Summary {
     pub dissipated: f64,
     pub max_abs_balance_error: f64,
     pub resumed_from: Option<u64>,
+    /// Simulated time at which the run ended because the blocks were at rest
+    /// (`stop_at_rest`), s.
+    #[serde(default)]
+    pub stopped_at_rest: Option<f64>,
     pub wall_seconds: f64,
     /// The ParaView series written (none with `paraview = false`).
     #[serde(default)]
@@ -340,6 +344,10 @@ struct CheckpointState {
     /// Friction percussions of the warm start (world λ_T as bit patterns).
     #[serde(default)]
     warm_tangential: Vec<(ContactKey, [u64; 3])>,
+    /// `stop_at_rest`'s state: the largest kinetic energy so far (bit pattern) and the
+    /// steps since it last exceeded the threshold.
+    #[serde(default)]
+    at_rest: (u64, u64),
     summary: Summary,
 }
 
@@ -721,6 +729,8 @@ pub fn run(
 
     // Resume: restore the state and replay the rows of every checkpoint segment.
     let mut resumed = false;
+    // `stop_at_rest`: the largest kinetic energy so far and the steps spent below its share.
+    let (mut max_kinetic, mut rest_steps) = (0.0f64, 0u64);
     if resume {
         let dirs = checkpoint_dirs(&ckpt_root);
         let Some((last, last_dir)) = dirs.last().cloned() else {
@@ -757,6 +767,7 @@ pub fn run(
                 .map(|(k, v)| (*k, v.map(f64::from_bits)))
                 .collect::<Vec<_>>(),
         );
+        (max_kinetic, rest_steps) = (f64::from_bits(st.at_rest.0), st.at_rest.1);
         summary = st.summary;
         summary.resumed_from = Some(last);
         for (_, dir) in dirs.iter().filter(|(n, _)| *n <= last) {
@@ -876,7 +887,20 @@ pub fn run(
                 });
             }
         }
-        let last = step == n_steps;
+        let kinetic = e.kinetic_translational + e.kinetic_rotational;
+        max_kinetic = max_kinetic.max(kinetic);
+        let at_rest = config.stop_at_rest.is_some_and(|r| {
+            if max_kinetic > 0.0 && kinetic <= r.kinetic_fraction * max_kinetic {
+                rest_steps += 1;
+            } else {
+                rest_steps = 0;
+            }
+            rest_steps >= r.hold_steps(config.dt)
+        });
+        let last = step == n_steps || at_rest;
+        if at_rest {
+            summary.stopped_at_rest = Some(sim.time());
+        }
         if step % config.output_every == 0 || last {
             let b = trajectory_batch(step, sim.time(), &sim.blocks);
             main.traj.write(&b)?;
@@ -922,6 +946,7 @@ pub fn run(
                     .into_iter()
                     .map(|(k, v)| (k, v.map(f64::to_bits)))
                     .collect(),
+                at_rest: (max_kinetic.to_bits(), rest_steps),
                 summary: sum,
             };
             let json = serde_json::to_vec(&st).map_err(|e| input_err(&cur_dir, e.to_string()))?;
@@ -931,6 +956,9 @@ pub fn run(
             cur_dir = next_dir;
         }
         progress.inc(1);
+        if last {
+            break;
+        }
     }
     progress.finish();
     flush(&mut main, &mut seg, &mut pending)?;
@@ -984,6 +1012,9 @@ impl std::fmt::Display for Summary {
             s.final_kinetic,
             s.dissipated
         )?;
+        if let Some(t) = s.stopped_at_rest {
+            write!(f, "\n  ended at t = {t:.3} s: the blocks were at rest (stop_at_rest)")?;
+        }
         if let Some(p) = &s.paraview {
             write!(
                 f,

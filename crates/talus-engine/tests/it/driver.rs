@@ -338,3 +338,81 @@ fn run_touches_only_its_own_files() {
     std::fs::copy(out.join("final.parquet"), &copy).unwrap();
     run(&cfg, &copy, None, &out, false, &NoProgress).unwrap();
 }
+
+/// `stop_at_rest` ends the run once the blocks are at rest: the four blocks fall on the
+/// plane with friction and stop. The run ends before its 1500 steps, its last `hold` of
+/// kinetic energy is at or below the share of the largest, the final state is the state of
+/// a run of exactly that many steps without the criterion, and resuming from every
+/// checkpoint (some in the holding period) gives the same files byte for byte.
+#[test]
+fn stop_at_rest_ends_the_run_when_the_blocks_are_at_rest() {
+    use talus_engine::config::StopAtRest;
+    use talus_engine::solver::friction::FrictionLaw;
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("blocks.parquet");
+    write_blocks(&input, &scene());
+    let mut cfg = config();
+    cfg.steps = Some(1500);
+    cfg.friction.block_block = Some(FrictionLaw::Coulomb(0.6));
+    cfg.friction.block_terrain = Some(FrictionLaw::Coulomb(0.6));
+    cfg.wall_times = false;
+    cfg.checkpoint_every = 40;
+    let stop = StopAtRest { kinetic_fraction: 1e-3, hold: 0.1 };
+    cfg.stop_at_rest = Some(stop);
+    let a = tmp.path().join("a");
+    let sa = run(&cfg, &input, None, &a, false, &NoProgress).unwrap();
+    let n = sa.steps;
+    assert!(n < 1500, "the run went to the end ({n} steps)");
+    assert_eq!(sa.stopped_at_rest, Some(n as f64 * cfg.dt));
+    let e =
+        talus_io::read_table(&a.join("energies.parquet"), &talus_schema::run::energies_schema())
+            .unwrap();
+    let (kt, kr) =
+        (e.f64s("kinetic_translational").unwrap(), e.f64s("kinetic_rotational").unwrap());
+    let k: Vec<f64> = kt.iter().zip(&kr).map(|(a, b)| a + b).collect();
+    assert_eq!(k.len() as u64, n + 1, "one energy row per step and the initial one");
+    let max = k.iter().cloned().fold(0.0, f64::max);
+    let hold = stop.hold_steps(cfg.dt) as usize;
+    assert_eq!(hold, 50);
+    let tail = &k[k.len() - hold..];
+    assert!(tail.iter().all(|&v| v <= stop.kinetic_fraction * max), "not at rest: {tail:?}");
+    assert!(
+        k[k.len() - hold - 1] > stop.kinetic_fraction * max,
+        "the run went on after {hold} steps at rest"
+    );
+    // The same physics as a run of n steps without the criterion.
+    let mut plain = cfg.clone();
+    plain.stop_at_rest = None;
+    plain.steps = Some(n);
+    let p = tmp.path().join("p");
+    let sp = run(&plain, &input, None, &p, false, &NoProgress).unwrap();
+    assert_eq!(sp.stopped_at_rest, None);
+    let state = |d: &Path| talus_engine::driver::read_blocks(&d.join("final.parquet")).unwrap();
+    let (fa, fp) = (state(&a), state(&p));
+    for (x, y) in fa.blocks.iter().zip(&fp.blocks) {
+        assert_eq!((x.pos, x.vel, x.omega), (y.pos, y.vel, y.omega), "block {}", x.id);
+    }
+    // Resume from every checkpoint.
+    for c in (40..n).step_by(40) {
+        let b = tmp.path().join(format!("b{c}"));
+        killed_after(&a, &b, c);
+        let sb = run(&cfg, &input, None, &b, true, &NoProgress).unwrap();
+        assert_eq!(
+            (sb.resumed_from, sb.steps, sb.stopped_at_rest),
+            (Some(c), n, sa.stopped_at_rest)
+        );
+        for f in TABLES.iter().chain(&["timings.parquet"]) {
+            assert!(
+                std::fs::read(a.join(f)).unwrap() == std::fs::read(b.join(f)).unwrap(),
+                "{f} differs after resuming from the checkpoint of step {c}"
+            );
+        }
+    }
+    // Out of its domain: refused before any work.
+    let mut bad = cfg.clone();
+    bad.stop_at_rest = Some(StopAtRest { kinetic_fraction: 1.5, hold: 0.1 });
+    let err = run(&bad, &input, None, &tmp.path().join("bad"), false, &NoProgress)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("stop_at_rest"), "{err}");
+}
