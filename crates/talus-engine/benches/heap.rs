@@ -9,7 +9,8 @@
 //! row shows the peak resident set of that case alone.
 //! Environment:
 //! * TALUS_THESIS_DIR (default data/thesis-granular in the repository);
-//! * TALUS_BENCH_SOLVER = warm | clarabel (default warm);
+//! * TALUS_BENCH_SOLVER = warm | nlgs | clarabel (default warm); `nlgs` at 1e-6 with
+//!   `admm_iterations` = TALUS_BENCH_ADMM (default 1000, the engine's);
 //! * TALUS_BENCH_WARM_ITERATIONS = linear solves of the warm solver per QP before it
 //!   falls back to Clarabel (default 200);
 //! * TALUS_BENCH_TRACE = 1 prints a line per step on stderr: contacts, largest island,
@@ -260,7 +261,8 @@ fn main() {
             max_sweeps: 100,
             fallback_tolerance: 1e-9,
             frictional_max_contacts: 64,
-            admm_iterations: 300,
+            // The engine's default (TALUS_BENCH_ADMM as in the peers bench).
+            admm_iterations: env_or("TALUS_BENCH_ADMM", 1000),
         },
         _ => SolverConfig::Warm {
             tolerance: 1e-9,
