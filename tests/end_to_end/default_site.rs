@@ -8,10 +8,11 @@
 //! release, `nlgs` at 1e-3): IoU 0.517 (0.576 in session 15, before the ADMM's penalty
 //! and Anderson settings changed: the deposit is chaotic in such details), 16 % of the
 //! volume in the scar, runout 360 m against 316 m, every step solved (Clarabel at 1e-9
-//! had left 38 steps AlmostSolved); the run stage takes about 2 min on 2 cores. The run is deterministic, so the figures
-//! do not depend on the build profile. The calibration with the position correction did
-//! not reach the 0.6 that separation velocities had given (0.605): see
-//! docs/benchmarks.md.
+//! had left 38 steps AlmostSolved). Session 17 ends the run at rest (`stop_at_rest`, at
+//! t = 27.74 s): IoU 0.518, runout 360 m, run stage 49.6 s in `make pipeline` on 2 cores.
+//! The run is deterministic, so the figures do not depend on the build profile. The
+//! calibration with the position correction did not reach the 0.6 that separation
+//! velocities had given (0.605): see docs/benchmarks.md.
 
 use std::path::Path;
 use std::process::Command;

@@ -261,8 +261,10 @@ fn main() {
             max_sweeps: 100,
             fallback_tolerance: 1e-9,
             frictional_max_contacts: 64,
-            // The engine's default (TALUS_BENCH_ADMM as in the peers bench).
-            admm_iterations: env_or("TALUS_BENCH_ADMM", 1000),
+            admm_iterations: env_or(
+                "TALUS_BENCH_ADMM",
+                talus_engine::config::DEFAULT_ADMM_ITERATIONS,
+            ),
         },
         _ => SolverConfig::Warm {
             tolerance: 1e-9,

@@ -178,7 +178,10 @@ fn main() {
                 max_sweeps: env_f64("TALUS_BENCH_SWEEPS", 100.0) as u32,
                 fallback_tolerance: 1e-9,
                 frictional_max_contacts: env_f64("TALUS_BENCH_FRICTIONAL_CONTACTS", 16.0) as u32,
-                admm_iterations: env_f64("TALUS_BENCH_ADMM", 1000.0) as u32,
+                admm_iterations: env_f64(
+                    "TALUS_BENCH_ADMM",
+                    talus_engine::config::DEFAULT_ADMM_ITERATIONS.into(),
+                ) as u32,
             })
             .collect(),
         Ok(other) => panic!("TALUS_BENCH_SOLVER: unknown solver {other:?}"),

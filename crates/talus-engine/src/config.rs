@@ -108,8 +108,11 @@ fn default_nlgs_frictional_contacts() -> u32 {
     16
 }
 
+/// ADMM iterations of the `nlgs` method before Clarabel, by default (the benches use it too).
+pub const DEFAULT_ADMM_ITERATIONS: u32 = 1000;
+
 fn default_admm_iterations() -> u32 {
-    1000
+    DEFAULT_ADMM_ITERATIONS
 }
 
 fn default_nlgs_tolerance() -> f64 {

@@ -167,7 +167,7 @@ pub fn energies_batch(rows: &[Energies]) -> RecordBatch {
         g(&|e| e.time),
         g(&|e| e.kinetic_translational),
         g(&|e| e.kinetic_rotational),
-        g(&|e| e.kinetic_translational + e.kinetic_rotational),
+        g(&|e| e.kinetic()),
         g(&|e| e.potential),
         g(&|e| e.dissipated),
         g(&|e| e.dissipated_cumulative),
@@ -887,7 +887,7 @@ pub fn run(
                 });
             }
         }
-        let kinetic = e.kinetic_translational + e.kinetic_rotational;
+        let kinetic = e.kinetic();
         max_kinetic = max_kinetic.max(kinetic);
         let at_rest = config.stop_at_rest.is_some_and(|r| {
             if max_kinetic > 0.0 && kinetic <= r.kinetic_fraction * max_kinetic {
@@ -980,7 +980,7 @@ pub fn run(
     summary.time = sim.time();
     summary.active_blocks = sim.blocks.iter().filter(|b| b.active).count();
     let e = sim.energies(0.0, 0.0);
-    summary.final_kinetic = e.kinetic_translational + e.kinetic_rotational;
+    summary.final_kinetic = e.kinetic();
     summary.dissipated = sim.totals.dissipated;
     summary.wall_seconds = wall.elapsed().as_secs_f64();
     Ok(summary)

@@ -46,6 +46,13 @@ pub struct Energies {
     pub balance_error: f64,
 }
 
+impl Energies {
+    /// Total kinetic energy, translational and rotational, J.
+    pub fn kinetic(&self) -> f64 {
+        self.kinetic_translational + self.kinetic_rotational
+    }
+}
+
 /// Diagnostics of a step.
 #[derive(Debug, Clone, Default)]
 pub struct Diagnostics {
@@ -147,7 +154,7 @@ impl Simulation {
             sim.check_overlap()?;
         }
         let e = sim.energies(0.0, 0.0);
-        sim.totals.initial_energy = e.kinetic_translational + e.kinetic_rotational + e.potential;
+        sim.totals.initial_energy = e.kinetic() + e.potential;
         Ok(sim)
     }
 

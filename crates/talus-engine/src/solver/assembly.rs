@@ -72,10 +72,10 @@ const NO_BODY: u32 = u32::MAX;
 /// the iterative solvers' products with C and Cᵀ run on. Per row it keeps the two bodies
 /// (the smaller index first) and the 12 values, explicit zeros included, so that the
 /// products add the same terms in the same order as the compressed columns do and give the
-/// same result, bit for bit, about twice as fast (no index per entry, six contiguous
-/// entries of x per body).
+/// same result, bit for bit, without an index per entry and with six contiguous entries of
+/// x per body.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RowBlocks {
+pub(crate) struct RowBlocks {
     bodies: Vec<[u32; 2]>,
     vals: Vec<[f64; 12]>,
 }
@@ -83,7 +83,7 @@ pub struct RowBlocks {
 impl RowBlocks {
     /// The layout of `c`, or `None` when a row has nonzeros on more than two bodies or `c`
     /// does not have 6 columns per body.
-    pub fn new(c: &CscMatrix<f64>) -> Option<Self> {
+    pub(crate) fn new(c: &CscMatrix<f64>) -> Option<Self> {
         if !c.n.is_multiple_of(6) || c.n / 6 >= NO_BODY as usize {
             return None;
         }
