@@ -33,6 +33,13 @@ pub struct Config {
     /// volume is kept (a void's walls on cell-constant columns are cell edges, so a
     /// paving rotated by a fraction of a degree loses a row along each of them); 0 = never.
     pub axis_snap: f64,
+    /// How blocks lie: `upright` (edge c vertical, edge a along `azimuth`; the thesis's
+    /// seeding) or `scar_floor` (edges in the frame of the plane fitted to the post-event
+    /// surface in the scar: a along its strike, b up its dip, c along its normal; every
+    /// block wholly inside the void between the surfaces interpolated linearly between
+    /// the DoD's cell centres, on cells of the DoD's cell / `subdivide`). `scar_floor`
+    /// needs `min_inside = 1` and no `azimuth`.
+    pub orientation: Orientation,
     /// Stacking: `columns` (one footprint layout, each column stacked from its own
     /// floor), `levels` (a layout per horizontal level of height c; also searches the
     /// levels' vertical offset) or `best` (both, keeping the one with more blocks).
@@ -73,6 +80,7 @@ impl Default for Config {
             density: 2700.0,
             azimuth: None,
             axis_snap: 10.0,
+            orientation: Orientation::Upright,
             stacking: pack::Stacking::Best,
             lattice: 12,
             subdivide: 1,
@@ -83,6 +91,16 @@ impl Default for Config {
             max_crossing_fraction: 0.05,
         }
     }
+}
+
+/// How seeded blocks lie.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Orientation {
+    /// Edge c vertical, edge a along the azimuth.
+    Upright,
+    /// Edges along the strike, the dip and the normal of the scar's floor plane.
+    ScarFloor,
 }
 
 /// A block-size distribution.
@@ -270,6 +288,20 @@ impl Config {
         }
         if !(self.min_inside > 0.0 && self.min_inside <= 1.0) {
             return bad(format!("min_inside = {} must be in (0, 1]", self.min_inside));
+        }
+        if self.orientation == Orientation::ScarFloor {
+            if self.min_inside < 1.0 {
+                return bad(format!(
+                    "orientation = \"scar_floor\" seeds every block wholly inside the void: min_inside = {} must be 1",
+                    self.min_inside
+                ));
+            }
+            if self.azimuth.is_some() {
+                return bad(
+                    "orientation = \"scar_floor\" lays edge a along the floor's strike: leave `azimuth` out"
+                        .into(),
+                );
+            }
         }
         if !(0.0..=1.0).contains(&self.max_crossing_fraction) {
             return bad("max_crossing_fraction must be in [0, 1]".into());

@@ -25,6 +25,7 @@ pub mod config;
 pub mod error;
 pub mod pack;
 pub mod thesis;
+pub mod tilted;
 pub mod void;
 
 pub use config::Config;
@@ -99,6 +100,9 @@ pub struct Summary {
     pub mass: f64,
     /// Direction of edge a, degrees counter-clockwise from east.
     pub azimuth_deg: f64,
+    /// With `orientation = "scar_floor"`: the floor plane's dip (degrees from
+    /// horizontal) and dip direction (degrees clockwise from north).
+    pub floor_dip_deg: Option<[f64; 2]>,
     /// Scar cells with both surfaces known.
     pub scar_cells: usize,
     /// Scar cells where the post-event surface is above the pre-event one (warning).
@@ -227,12 +231,31 @@ pub fn seed_above(
         });
     }
     let volume = void.volume();
-    let facing = match config.azimuth {
-        Some(a) => a.to_radians(),
-        None => void::facing_azimuth(void).0,
-    };
     let sizes = config.classes();
-    let paved = (config.subdivide > 1).then(|| void.subdivided(config.subdivide, outline));
+    let tilted = match config.orientation {
+        config::Orientation::Upright => None,
+        config::Orientation::ScarFloor => {
+            let cell = void.grid.cell / config.subdivide as f64;
+            let tin = terrain.map(void::TinFloor::triangles);
+            Some(tilted::TiltedVoid::new(void, outline, tin.as_deref(), cell).ok_or_else(|| {
+                Error::EmptyScar {
+                    path: path.to_path_buf(),
+                    message: "no plane can be fitted to the post-event surface in the scar".into(),
+                }
+            })?)
+        }
+    };
+    let facing = match (&tilted, config.azimuth) {
+        (Some(_), _) => 0.0,
+        (None, Some(a)) => a.to_radians(),
+        (None, None) => void::facing_azimuth(void).0,
+    };
+    let paved = match &tilted {
+        Some(t) => Some(t.void.clone()),
+        None => (config.subdivide > 1).then(|| void.subdivided(config.subdivide, outline)),
+    };
+    // In the floor's frame the resampled void already holds the outline and the terrain.
+    let (outline_p, terrain_p) = if tilted.is_some() { (None, None) } else { (outline, terrain) };
     let run_at = |scale: f64, azimuth: f64| {
         let mut v = paved.clone().unwrap_or_else(|| void.clone());
         let mut blocks = Vec::new();
@@ -249,9 +272,12 @@ pub fn seed_above(
                 min_inside: config.min_inside,
                 max_blocks: s.volume_fraction.map(|f| (f * volume / each).round() as usize),
             };
-            let mut b = pack::pave(&mut v, outline, terrain, &p, config.stacking, progress);
+            let mut b = pack::pave(&mut v, outline_p, terrain_p, &p, config.stacking, progress);
             for blk in &mut b {
                 blk.class = k as u32;
+                if let Some(t) = &tilted {
+                    *blk = t.to_world(blk);
+                }
             }
             classes.push(ClassCount {
                 size,
@@ -273,6 +299,7 @@ pub fn seed_above(
     let quarter = std::f64::consts::FRAC_PI_2;
     let axis = (facing / quarter).round() * quarter;
     let (azimuth, first) = if config.azimuth.is_none()
+        && tilted.is_none()
         && axis != facing
         && (axis - facing).abs() <= config.axis_snap.to_radians()
     {
@@ -309,7 +336,11 @@ pub fn seed_above(
         return Err(Error::NothingFits { size: sizes[0].size, volume, cells });
     }
     let seeded: f64 = blocks.iter().map(Block::volume).sum();
-    let volume_in_void = blocks.iter().map(|b| b.volume() * fraction_below(b, void)).sum();
+    let volume_in_void = match tilted {
+        // Wholly inside by construction (min_inside = 1 is required).
+        Some(_) => seeded,
+        None => blocks.iter().map(|b| b.volume() * fraction_below(b, void)).sum(),
+    };
     let summary = Summary {
         blocks: blocks.len(),
         fitted_exponent: fitted_exponent(&classes),
@@ -319,7 +350,14 @@ pub fn seed_above(
         fill_fraction: if volume > 0.0 { seeded / volume } else { 0.0 },
         volume_in_void,
         mass: seeded * config.density,
-        azimuth_deg: azimuth.to_degrees(),
+        azimuth_deg: match &tilted {
+            Some(t) => t.frame.strike_azimuth().to_degrees(),
+            None => azimuth.to_degrees(),
+        },
+        floor_dip_deg: tilted.as_ref().map(|t| {
+            let (dip, dir) = t.frame.dip();
+            [dip, dir]
+        }),
         scar_cells: cells,
         crossing_cells: crossing,
         min_inside: config.min_inside,
@@ -502,10 +540,15 @@ impl std::fmt::Display for Summary {
             .collect();
         write!(
             f,
-            "seed: {} blocks ({}), azimuth {:.1}°; seeded {:.0} m³ of {:.0} m³ to fill = {:.1} %",
+            "seed: {} blocks ({}), {}; seeded {:.0} m³ of {:.0} m³ to fill = {:.1} %",
             s.blocks,
             classes.join(", "),
-            s.azimuth_deg,
+            match s.floor_dip_deg {
+                Some([dip, dir]) => format!(
+                    "on the scar floor (dip {dip:.1}° towards {dir:.1}°, edge a along the strike)"
+                ),
+                None => format!("azimuth {:.1}°", s.azimuth_deg),
+            },
             s.seeded_volume,
             s.volume_to_fill,
             100.0 * s.fill_fraction

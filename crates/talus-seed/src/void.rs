@@ -271,6 +271,13 @@ impl TinFloor {
         TinFloor { tin, origin: lo, bucket, nx, ny, buckets }
     }
 
+    /// The TIN's triangles (world coordinates).
+    pub fn triangles(&self) -> Vec<[[f64; 3]; 3]> {
+        (0..self.tin.triangles.len())
+            .map(|t| [*self.tin.vertex(t, 0), *self.tin.vertex(t, 1), *self.tin.vertex(t, 2)])
+            .collect()
+    }
+
     /// Largest TIN height over the rectangle of centre `c`, unit axes `e1`, `e2` and half
     /// sizes `h` (m); `None` where the TIN does not reach the rectangle.
     pub fn max_over(&self, c: [f64; 2], e1: [f64; 2], e2: [f64; 2], h: [f64; 2]) -> Option<f64> {

@@ -3,3 +3,4 @@
 mod seed;
 mod site;
 mod thesis;
+mod tilted;
