@@ -8,9 +8,10 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
-    /// Block edges [a, b, c], m: a horizontal across the cliff (along the azimuth), b
-    /// horizontal along the cliff, c vertical (the long edge). Default: the thesis's
-    /// 435-block case.
+    /// Block edges [a, b, c], m: upright, a horizontal across the cliff (along the
+    /// azimuth), b horizontal along the cliff, c vertical (the long edge); on the scar's
+    /// floor (`orientation`), a along its strike, b up its dip, c along its normal.
+    /// Default: the thesis's 435-block case.
     pub size: [f64; 3],
     /// Further size classes [a, b, c] (m), placed after `size` in the space it leaves,
     /// in the order given (a block-size distribution).
@@ -126,8 +127,8 @@ pub enum Sizes {
         min_volume: f64,
         /// Largest block volume, m³.
         max_volume: f64,
-        /// Edge ratios a : b : c of every block (c vertical), scaled to each class's
-        /// volume.
+        /// Edge ratios a : b : c of every block (c vertical, or along the floor's normal
+        /// with `orientation = "scar_floor"`), scaled to each class's volume.
         shape: [f64; 3],
         /// Number of classes, 1-12.
         classes: usize,
@@ -138,7 +139,7 @@ pub enum Sizes {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SizeClass {
-    /// Edges [a, b, c], m (c vertical).
+    /// Edges [a, b, c], m (as `Config::size`).
     pub size: [f64; 3],
     /// Largest share of the volume to fill the class takes, 0-1; none: as many blocks as
     /// fit.

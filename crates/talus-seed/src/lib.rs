@@ -3,7 +3,9 @@
 //! The void is the rock between the post-event surface (below) and the pre-event surface
 //! (above) inside the scar zone, read from the DEM of difference as cell-constant columns
 //! ([`void`]): its volume is $V = \sum_{cells} (z_{pre} - z_{post})^+ \, \Delta^2$.
-//! Blocks of edges (a, b, c) stand with c vertical and edge a along the azimuth the
+//! With `orientation = "scar_floor"` the blocks lie in the frame of the scar's floor
+//! plane instead, on the void resampled in that frame ([`tilted`]); otherwise they stand
+//! upright. Blocks of edges (a, b, c) stand with c vertical and edge a along the azimuth the
 //! remaining cliff faces (mean horizontal normal of the post-event surface in the scar),
 //! as in the thesis (§6.2); when that direction is within `axis_snap` of a grid axis the
 //! paving along the axis is also tried and the fuller one kept. They are placed by an
