@@ -21,7 +21,8 @@
 //!   at the clipped polygon's vertices);
 //! * ceiling: the smallest w of the pre-event surface over the cell, exact likewise;
 //! * a cell is fillable when both surfaces cover it wholly, floor < ceiling, and the four
-//!   corners of its column at the floor and at the ceiling lie inside the scar outline.
+//!   corners of its column at the floor and at the ceiling lie inside the scar outline
+//!   (within [`crate::pack::TOL`], as the upright paving's corners).
 //!
 //! A block over cells with w from the largest floor to the smallest ceiling meets neither
 //! surface: within its prism (its rectangle × all w) every post-event point lies below it
@@ -387,7 +388,7 @@ impl TiltedVoid {
                         [(a[0], a[1]), (b[0], a[1]), (a[0], b[1]), (b[0], b[1])].iter().all(
                             |&(u, v)| {
                                 let p = frame.world([u, v, w]);
-                                o.contains(p[0], p[1], 0.0)
+                                o.contains(p[0], p[1], crate::pack::TOL)
                             },
                         )
                     });

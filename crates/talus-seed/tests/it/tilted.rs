@@ -217,3 +217,23 @@ fn scar_floor_refuses_partial_containment_and_an_azimuth() {
     let e = Config { azimuth: Some(10.0), ..base }.validate().unwrap_err().to_string();
     assert!(e.contains("azimuth") && e.contains("scar_floor"), "{e}");
 }
+
+#[test]
+fn on_a_flat_floor_the_floor_paving_is_the_upright_one() {
+    // A flat box-shaped void 12 x 6 x 10 m: the floor plane is horizontal, its strike
+    // falls back to east, and blocks that divide the box fill it exactly, as upright.
+    let grid = GridGeometry { x0: 0.0, y0: 0.0, cell: 1.0, nx: 40, ny: 30 };
+    let rect = [[5.0, 5.0], [17.0, 5.0], [17.0, 11.0], [5.0, 11.0]];
+    let (v, o) = make_void(grid, |_, _| 110.0, |_, _| 100.0, &rect);
+    let config =
+        Config { size: [4.0, 3.0, 5.0], orientation: Orientation::ScarFloor, ..Config::default() };
+    let s = seed(&config, &v, Some(&o), Path::new("box"), &NoProgress).unwrap();
+    assert_eq!(s.summary.floor_dip_deg.map(|d| d[0]), Some(0.0));
+    assert_eq!(s.summary.blocks, 12);
+    assert!((s.summary.fill_fraction - 1.0).abs() < 1e-12, "{}", s.summary.fill_fraction);
+    assert_disjoint(&s.blocks);
+    assert_inside(&s.blocks, &v, &o);
+    for b in &s.blocks {
+        assert!((b.axes() - nalgebra::Matrix3::identity()).norm() < 1e-12);
+    }
+}
