@@ -33,7 +33,7 @@
 //! back to the world frame.
 
 use crate::boxes::Block;
-use crate::void::{GridGeometry, Outline, Void};
+use crate::void::{GridGeometry, Outline, TriangleBuckets, Void, xy_bounds};
 use nalgebra::{Matrix3, Rotation3, UnitQuaternion, Vector3};
 use rayon::prelude::*;
 
@@ -136,41 +136,15 @@ impl Frame {
 #[derive(Debug, Clone)]
 pub struct Surface {
     triangles: Vec<[[f64; 3]; 3]>,
-    origin: [f64; 2],
-    bucket: f64,
-    nx: usize,
-    ny: usize,
-    buckets: Vec<Vec<u32>>,
+    index: TriangleBuckets,
 }
 
 impl Surface {
     /// Index `triangles` (local coordinates) in square buckets of about `bucket` m.
     pub fn new(triangles: Vec<[[f64; 3]; 3]>, bucket: f64) -> Surface {
-        let (mut lo, mut hi) = ([f64::INFINITY; 2], [f64::NEG_INFINITY; 2]);
-        for t in &triangles {
-            for p in t {
-                lo = [lo[0].min(p[0]), lo[1].min(p[1])];
-                hi = [hi[0].max(p[0]), hi[1].max(p[1])];
-            }
-        }
-        let bucket = bucket.max(1e-3);
-        if triangles.is_empty() {
-            return Surface { triangles, origin: [0.0; 2], bucket, nx: 0, ny: 0, buckets: vec![] };
-        }
-        let nx = (((hi[0] - lo[0]) / bucket).floor() as usize + 1).max(1);
-        let ny = (((hi[1] - lo[1]) / bucket).floor() as usize + 1).max(1);
-        let mut buckets = vec![Vec::new(); nx * ny];
-        for (k, t) in triangles.iter().enumerate() {
-            let (a, b) = bounds(t);
-            let (c0, c1) = (((a[0] - lo[0]) / bucket) as usize, ((b[0] - lo[0]) / bucket) as usize);
-            let (r0, r1) = (((a[1] - lo[1]) / bucket) as usize, ((b[1] - lo[1]) / bucket) as usize);
-            for r in r0..=r1.min(ny - 1) {
-                for c in c0..=c1.min(nx - 1) {
-                    buckets[r * nx + c].push(k as u32);
-                }
-            }
-        }
-        Surface { triangles, origin: lo, bucket, nx, ny, buckets }
+        let boxes: Vec<_> = triangles.iter().map(xy_bounds).collect();
+        let index = TriangleBuckets::new(&boxes, bucket);
+        Surface { triangles, index }
     }
 
     /// The surface between the centres of the cells of `grid` where `z` is finite, in
@@ -205,65 +179,38 @@ impl Surface {
     /// triangles: a surface folded over itself counts twice). `None` where no triangle
     /// meets the rectangle.
     pub fn extreme_over(&self, lo: [f64; 2], hi: [f64; 2], max: bool) -> Option<(f64, f64)> {
-        if self.nx == 0 {
-            return None;
-        }
-        let cell = |v: f64, o: f64, n: usize| {
-            ((v - o) / self.bucket).floor().clamp(0.0, n as f64 - 1.0) as usize
-        };
-        let (c0, c1) = (cell(lo[0], self.origin[0], self.nx), cell(hi[0], self.origin[0], self.nx));
-        let (r0, r1) = (cell(lo[1], self.origin[1], self.ny), cell(hi[1], self.origin[1], self.ny));
-        let mut seen = Vec::new();
         let mut best: Option<f64> = None;
         let mut area = 0.0;
         let better = |a: f64, b: f64| if max { a.max(b) } else { a.min(b) };
-        for r in r0..=r1 {
-            for c in c0..=c1 {
-                for &k in &self.buckets[r * self.nx + c] {
-                    if seen.contains(&k) {
-                        continue;
-                    }
-                    seen.push(k);
-                    let t = &self.triangles[k as usize];
-                    let (a, b) = bounds(t);
-                    if a[0] > hi[0] || b[0] < lo[0] || a[1] > hi[1] || b[1] < lo[1] {
-                        continue;
-                    }
-                    let det = (t[1][0] - t[0][0]) * (t[2][1] - t[0][1])
-                        - (t[2][0] - t[0][0]) * (t[1][1] - t[0][1]);
-                    let poly = clip_to_rect(t, lo, hi);
-                    if poly.len() < 3 {
-                        continue;
-                    }
-                    let scale = (b[0] - a[0]).max(b[1] - a[1]).max(1e-12);
-                    if det.abs() <= 1e-9 * scale * scale {
-                        // Seen edge-on: its plane is not a function of (u, v); take its
-                        // vertices' extreme (conservative).
-                        for p in t {
-                            best = Some(best.map_or(p[2], |m| better(m, p[2])));
-                        }
-                        continue;
-                    }
-                    area += polygon_area(&poly);
-                    for p in &poly {
-                        let w = plane_w(t, det, p[0], p[1]);
-                        best = Some(best.map_or(w, |m| better(m, w)));
-                    }
+        for k in self.index.near(lo, hi) {
+            let t = &self.triangles[k as usize];
+            let (a, b) = xy_bounds(t);
+            if a[0] > hi[0] || b[0] < lo[0] || a[1] > hi[1] || b[1] < lo[1] {
+                continue;
+            }
+            let det = (t[1][0] - t[0][0]) * (t[2][1] - t[0][1])
+                - (t[2][0] - t[0][0]) * (t[1][1] - t[0][1]);
+            let poly = clip_to_rect(t, lo, hi);
+            if poly.len() < 3 {
+                continue;
+            }
+            let scale = (b[0] - a[0]).max(b[1] - a[1]).max(1e-12);
+            if det.abs() <= 1e-9 * scale * scale {
+                // Seen edge-on: its plane is not a function of (u, v); take its
+                // vertices' extreme (conservative).
+                for p in t {
+                    best = Some(best.map_or(p[2], |m| better(m, p[2])));
                 }
+                continue;
+            }
+            area += polygon_area(&poly);
+            for p in &poly {
+                let w = plane_w(t, det, p[0], p[1]);
+                best = Some(best.map_or(w, |m| better(m, w)));
             }
         }
         best.map(|b| (b, area))
     }
-}
-
-fn bounds(t: &[[f64; 3]; 3]) -> ([f64; 2], [f64; 2]) {
-    let mut a = [f64::INFINITY; 2];
-    let mut b = [f64::NEG_INFINITY; 2];
-    for p in t {
-        a = [a[0].min(p[0]), a[1].min(p[1])];
-        b = [b[0].max(p[0]), b[1].max(p[1])];
-    }
-    (a, b)
 }
 
 /// w of the triangle's plane at (u, v); `det` is twice its signed projected area.

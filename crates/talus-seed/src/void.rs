@@ -233,42 +233,16 @@ pub fn facing_azimuth(v: &Void) -> (f64, f64) {
 #[derive(Debug, Clone)]
 pub struct TinFloor {
     tin: talus_terrain::Tin,
-    origin: [f64; 2],
-    bucket: f64,
-    nx: usize,
-    ny: usize,
-    /// Triangles whose bounding box meets each bucket (row-major).
-    buckets: Vec<Vec<u32>>,
+    index: TriangleBuckets,
 }
 
 impl TinFloor {
     /// Index the triangles of `tin` in square buckets of about `bucket` m.
     pub fn new(tin: talus_terrain::Tin, bucket: f64) -> Self {
-        let (mut lo, mut hi) = ([f64::INFINITY; 2], [f64::NEG_INFINITY; 2]);
-        for v in &tin.vertices {
-            lo = [lo[0].min(v[0]), lo[1].min(v[1])];
-            hi = [hi[0].max(v[0]), hi[1].max(v[1])];
-        }
-        let bucket = bucket.max(1e-3);
-        let nx = (((hi[0] - lo[0]) / bucket).floor() as usize + 1).max(1);
-        let ny = (((hi[1] - lo[1]) / bucket).floor() as usize + 1).max(1);
-        let mut buckets = vec![Vec::new(); nx * ny];
-        for t in 0..tin.triangles.len() {
-            let (mut a, mut b) = ([f64::INFINITY; 2], [f64::NEG_INFINITY; 2]);
-            for k in 0..3 {
-                let v = tin.vertex(t, k);
-                a = [a[0].min(v[0]), a[1].min(v[1])];
-                b = [b[0].max(v[0]), b[1].max(v[1])];
-            }
-            let (c0, c1) = (((a[0] - lo[0]) / bucket) as usize, ((b[0] - lo[0]) / bucket) as usize);
-            let (r0, r1) = (((a[1] - lo[1]) / bucket) as usize, ((b[1] - lo[1]) / bucket) as usize);
-            for r in r0..=r1.min(ny - 1) {
-                for c in c0..=c1.min(nx - 1) {
-                    buckets[r * nx + c].push(t as u32);
-                }
-            }
-        }
-        TinFloor { tin, origin: lo, bucket, nx, ny, buckets }
+        let boxes: Vec<_> =
+            (0..tin.triangles.len()).map(|t| xy_bounds((0..3).map(|k| tin.vertex(t, k)))).collect();
+        let index = TriangleBuckets::new(&boxes, bucket);
+        TinFloor { tin, index }
     }
 
     /// The TIN's triangles (world coordinates).
@@ -290,36 +264,91 @@ impl TinFloor {
         let rect = [corner(-1.0, -1.0), corner(1.0, -1.0), corner(1.0, 1.0), corner(-1.0, 1.0)];
         let ex = h[0] * e1[0].abs() + h[1] * e2[0].abs();
         let ey = h[0] * e1[1].abs() + h[1] * e2[1].abs();
-        let cell = |v: f64, o: f64, n: usize| {
-            ((v - o) / self.bucket).floor().clamp(0.0, n as f64 - 1.0) as usize
-        };
-        if c[0] + ex < self.origin[0] || c[1] + ey < self.origin[1] {
-            return None;
-        }
-        let (c0, c1) =
-            (cell(c[0] - ex, self.origin[0], self.nx), cell(c[0] + ex, self.origin[0], self.nx));
-        let (r0, r1) =
-            (cell(c[1] - ey, self.origin[1], self.ny), cell(c[1] + ey, self.origin[1], self.ny));
-        let mut seen = std::collections::HashSet::new();
         let mut top: Option<f64> = None;
-        for r in r0..=r1 {
-            for cc in c0..=c1 {
-                for &t in &self.buckets[r * self.nx + cc] {
-                    if !seen.insert(t) {
-                        continue;
-                    }
-                    let t = t as usize;
-                    let tri: Vec<[f64; 2]> = (0..3)
-                        .map(|k| [self.tin.vertex(t, k)[0], self.tin.vertex(t, k)[1]])
-                        .collect();
-                    for p in clip_convex(&tri, &rect) {
-                        let z = self.tin.plane_z(t, p[0], p[1]);
-                        top = Some(top.map_or(z, |m: f64| m.max(z)));
-                    }
-                }
+        for t in self.index.near([c[0] - ex, c[1] - ey], [c[0] + ex, c[1] + ey]) {
+            let t = t as usize;
+            let tri: Vec<[f64; 2]> =
+                (0..3).map(|k| [self.tin.vertex(t, k)[0], self.tin.vertex(t, k)[1]]).collect();
+            for p in clip_convex(&tri, &rect) {
+                let z = self.tin.plane_z(t, p[0], p[1]);
+                top = Some(top.map_or(z, |m: f64| m.max(z)));
             }
         }
         top
+    }
+}
+
+/// The (x, y) bounding box of some points.
+pub(crate) fn xy_bounds<'a>(
+    points: impl IntoIterator<Item = &'a [f64; 3]>,
+) -> ([f64; 2], [f64; 2]) {
+    let (mut lo, mut hi) = ([f64::INFINITY; 2], [f64::NEG_INFINITY; 2]);
+    for p in points {
+        lo = [lo[0].min(p[0]), lo[1].min(p[1])];
+        hi = [hi[0].max(p[0]), hi[1].max(p[1])];
+    }
+    (lo, hi)
+}
+
+/// Triangles indexed by the square buckets of (x, y) that their bounding boxes meet.
+#[derive(Debug, Clone)]
+pub(crate) struct TriangleBuckets {
+    origin: [f64; 2],
+    bucket: f64,
+    nx: usize,
+    ny: usize,
+    /// Triangles whose bounding box meets each bucket (row-major).
+    lists: Vec<Vec<u32>>,
+}
+
+impl TriangleBuckets {
+    /// Index triangles by their bounding boxes `boxes` (lower, upper corner) in square
+    /// buckets of about `bucket` m.
+    pub(crate) fn new(boxes: &[([f64; 2], [f64; 2])], bucket: f64) -> Self {
+        let bucket = bucket.max(1e-3);
+        let (mut lo, mut hi) = ([f64::INFINITY; 2], [f64::NEG_INFINITY; 2]);
+        for (a, b) in boxes {
+            lo = [lo[0].min(a[0]), lo[1].min(a[1])];
+            hi = [hi[0].max(b[0]), hi[1].max(b[1])];
+        }
+        if boxes.is_empty() {
+            return TriangleBuckets { origin: [0.0; 2], bucket, nx: 0, ny: 0, lists: Vec::new() };
+        }
+        let nx = (((hi[0] - lo[0]) / bucket).floor() as usize + 1).max(1);
+        let ny = (((hi[1] - lo[1]) / bucket).floor() as usize + 1).max(1);
+        let mut lists = vec![Vec::new(); nx * ny];
+        for (t, (a, b)) in boxes.iter().enumerate() {
+            let (c0, c1) = (((a[0] - lo[0]) / bucket) as usize, ((b[0] - lo[0]) / bucket) as usize);
+            let (r0, r1) = (((a[1] - lo[1]) / bucket) as usize, ((b[1] - lo[1]) / bucket) as usize);
+            for r in r0..=r1.min(ny - 1) {
+                for c in c0..=c1.min(nx - 1) {
+                    lists[r * nx + c].push(t as u32);
+                }
+            }
+        }
+        TriangleBuckets { origin: lo, bucket, nx, ny, lists }
+    }
+
+    /// The triangles in the buckets that the box [lo, hi] meets, each once, ascending
+    /// (a superset of those whose bounding box meets it).
+    pub(crate) fn near(&self, lo: [f64; 2], hi: [f64; 2]) -> Vec<u32> {
+        if self.nx == 0 || hi[0] < self.origin[0] || hi[1] < self.origin[1] {
+            return Vec::new();
+        }
+        let cell = |v: f64, o: f64, n: usize| {
+            ((v - o) / self.bucket).floor().clamp(0.0, n as f64 - 1.0) as usize
+        };
+        let (c0, c1) = (cell(lo[0], self.origin[0], self.nx), cell(hi[0], self.origin[0], self.nx));
+        let (r0, r1) = (cell(lo[1], self.origin[1], self.ny), cell(hi[1], self.origin[1], self.ny));
+        let mut out = Vec::new();
+        for r in r0..=r1 {
+            for c in c0..=c1 {
+                out.extend_from_slice(&self.lists[r * self.nx + c]);
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 }
 

@@ -13,7 +13,7 @@ use talus_seed::void::{GridGeometry, Outline, Void};
 use talus_seed::{Config, Error, seed};
 
 /// A void on a grid from surface functions, fillable inside `polygon`.
-fn make_void(
+pub(crate) fn make_void(
     grid: GridGeometry,
     pre: impl Fn(f64, f64) -> f64,
     post: impl Fn(f64, f64) -> f64,
@@ -35,7 +35,7 @@ fn make_void(
 }
 
 /// No two blocks overlap (exact SAT on every pair close enough to matter).
-fn assert_disjoint(blocks: &[Block]) {
+pub(crate) fn assert_disjoint(blocks: &[Block]) {
     for i in 0..blocks.len() {
         for j in i + 1..blocks.len() {
             let (p, q) = (&blocks[i], &blocks[j]);
@@ -92,7 +92,7 @@ fn box_void_is_filled_exactly_by_blocks_that_divide_it() {
 
 /// A cliff facing azimuth `face` (radians): post-event surface is a steep slope; the
 /// scar is an ellipse on it and the pre-event surface bulges out by up to `depth` m.
-fn cliff(face: f64, depth: f64) -> (Void, Outline) {
+pub(crate) fn cliff(face: f64, depth: f64) -> (Void, Outline) {
     let grid = GridGeometry { x0: -200.0, y0: -200.0, cell: 2.0, nx: 200, ny: 200 };
     let (dx, dy) = (face.cos(), face.sin());
     let post = move |x: f64, y: f64| 500.0 - 1.5 * (x * dx + y * dy);

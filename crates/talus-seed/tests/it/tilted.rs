@@ -2,46 +2,13 @@
 //! plane fitted to the post-event surface, wholly inside the void between the surfaces
 //! interpolated linearly between cell centres, disjoint, and clear of the terrain TIN.
 
+use crate::seed::{assert_disjoint, cliff, make_void};
 use std::path::Path;
 use talus_io::NoProgress;
-use talus_seed::boxes::{Block, boxes_overlap};
+use talus_seed::boxes::Block;
 use talus_seed::config::Orientation;
 use talus_seed::void::{GridGeometry, Outline, TinFloor, Void};
 use talus_seed::{Config, seed, seed_above};
-
-fn make_void(
-    grid: GridGeometry,
-    pre: impl Fn(f64, f64) -> f64,
-    post: impl Fn(f64, f64) -> f64,
-    polygon: &[[f64; 2]],
-) -> (Void, Outline) {
-    let n = grid.nx * grid.ny;
-    let mut v = Void { grid, z_pre: vec![0.0; n], z_post: vec![0.0; n], fillable: vec![false; n] };
-    let outline = Outline::new(&[vec![polygon.to_vec()]], grid.cell);
-    for r in 0..grid.ny {
-        for c in 0..grid.nx {
-            let m = v.centre(r, c);
-            let i = r * grid.nx + c;
-            v.z_pre[i] = pre(m[0], m[1]);
-            v.z_post[i] = post(m[0], m[1]);
-            v.fillable[i] = outline.contains(m[0], m[1], 0.0);
-        }
-    }
-    (v, outline)
-}
-
-fn assert_disjoint(blocks: &[Block]) {
-    for i in 0..blocks.len() {
-        for j in i + 1..blocks.len() {
-            let (p, q) = (&blocks[i], &blocks[j]);
-            let reach = |b: &Block| 0.5 * b.size.iter().map(|e| e * e).sum::<f64>().sqrt();
-            let d2: f64 = (0..3).map(|k| (p.centre[k] - q.centre[k]).powi(2)).sum();
-            if d2.sqrt() < reach(p) + reach(q) {
-                assert!(!boxes_overlap(p, q, 1e-6), "blocks {i} and {j} overlap");
-            }
-        }
-    }
-}
 
 /// The surface linearly interpolated between the centres of `v`'s cells, on the two
 /// triangles (r, c)-(r, c+1)-(r+1, c+1) and (r, c)-(r+1, c+1)-(r+1, c) of each square:
@@ -153,22 +120,9 @@ fn a_curved_cliff_scar_is_filled_inside_both_surfaces_and_above_the_tin() {
     // The cliff of the upright tests: a 56° face with a lens-shaped scar up to 45 m
     // thick, here with a TIN 0.5 m above the DoD's floor and a 4 m hump it misses.
     let face = -0.7f64;
-    let grid = GridGeometry { x0: -200.0, y0: -200.0, cell: 2.0, nx: 200, ny: 200 };
-    let (dx, dy) = (face.cos(), face.sin());
-    let post = move |x: f64, y: f64| 500.0 - 1.5 * (x * dx + y * dy);
-    let ell = move |x: f64, y: f64| {
-        let (u, w) = (x * dx + y * dy, -x * dy + y * dx);
-        1.0 - (u / 90.0).powi(2) - (w / 120.0).powi(2)
-    };
-    let pre = move |x: f64, y: f64| post(x, y) + 45.0 * ell(x, y).max(0.0).sqrt();
-    let polygon: Vec<[f64; 2]> = (0..96)
-        .map(|k| {
-            let t = k as f64 * std::f64::consts::TAU / 96.0;
-            let (u, w) = (90.0 * t.cos(), 120.0 * t.sin());
-            [u * dx - w * dy, u * dy + w * dx]
-        })
-        .collect();
-    let (v, o) = make_void(grid, pre, post, &polygon);
+    let (v, o) = cliff(face, 45.0);
+    // The cliff's post-event surface (as `cliff` builds it).
+    let post = move |x: f64, y: f64| 500.0 - 1.5 * (x * face.cos() + y * face.sin());
     let mut pts = Vec::new();
     for i in 0..=80 {
         for j in 0..=80 {
