@@ -105,6 +105,9 @@ pub struct Summary {
     /// With `orientation = "scar_floor"`: the floor plane's dip (degrees from
     /// horizontal) and dip direction (degrees clockwise from north).
     pub floor_dip_deg: Option<[f64; 2]>,
+    /// With `orientation = "scar_floor"`: the volume of the void resampled on the
+    /// floor's grid (the most its blocks could fill), m³.
+    pub floor_void_volume: Option<f64>,
     /// Scar cells with both surfaces known.
     pub scar_cells: usize,
     /// Scar cells where the post-event surface is above the pre-event one (warning).
@@ -360,6 +363,7 @@ pub fn seed_above(
             let (dip, dir) = t.frame.dip();
             [dip, dir]
         }),
+        floor_void_volume: tilted.as_ref().map(|t| t.void.volume()),
         scar_cells: cells,
         crossing_cells: crossing,
         min_inside: config.min_inside,
@@ -572,6 +576,13 @@ impl std::fmt::Display for Summary {
             if let Some(b) = s.fitted_exponent {
                 write!(f, "\n  fitted N(≥V) ∝ V^-b: b = {b:.3}")?;
             }
+        }
+        if let Some(v) = s.floor_void_volume {
+            write!(
+                f,
+                "\n  the void on the floor's grid holds {v:.0} m³ ({:.1} % of the volume to fill)",
+                100.0 * v / s.volume_to_fill.max(f64::MIN_POSITIVE)
+            )?;
         }
         if s.min_inside < 1.0 {
             write!(

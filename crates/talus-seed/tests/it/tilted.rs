@@ -112,6 +112,10 @@ fn a_slab_on_a_slope_is_paved_in_layers_parallel_to_it() {
     // same in each layer.
     assert!(counts.iter().all(|n| n % 10 == 0 && *n >= 180 && *n == counts[0]), "{counts:?}");
     assert!(s.summary.fill_fraction > up.summary.fill_fraction + 0.05);
+    // The resampled void bounds what the blocks fill, and is at most the DoD's volume
+    // (the slab's ends are cut where its columns leave the scar).
+    let floor_void = s.summary.floor_void_volume.unwrap();
+    assert!(floor_void >= s.summary.seeded_volume && floor_void <= s.summary.volume_to_fill);
     assert_eq!(s.summary.volume_in_void, s.summary.seeded_volume);
 }
 
@@ -184,6 +188,7 @@ fn on_a_flat_floor_the_floor_paving_is_the_upright_one() {
     let s = seed(&config, &v, Some(&o), Path::new("box"), &NoProgress).unwrap();
     assert_eq!(s.summary.floor_dip_deg.map(|d| d[0]), Some(0.0));
     assert_eq!(s.summary.blocks, 12);
+    assert_eq!(s.summary.floor_void_volume, Some(720.0));
     assert!((s.summary.fill_fraction - 1.0).abs() < 1e-12, "{}", s.summary.fill_fraction);
     assert_disjoint(&s.blocks);
     assert_inside(&s.blocks, &v, &o);
