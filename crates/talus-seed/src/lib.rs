@@ -241,8 +241,7 @@ pub fn seed_above(
         config::Orientation::Upright => None,
         config::Orientation::ScarFloor => {
             let cell = void.grid.cell / config.subdivide as f64;
-            let tin = terrain.map(void::TinFloor::triangles);
-            Some(tilted::TiltedVoid::new(void, outline, tin.as_deref(), cell).ok_or_else(|| {
+            Some(tilted::TiltedVoid::new(void, outline, terrain, cell).ok_or_else(|| {
                 Error::EmptyScar {
                     path: path.to_path_buf(),
                     message: "no plane can be fitted to the post-event surface in the scar".into(),
@@ -255,14 +254,14 @@ pub fn seed_above(
         (None, Some(a)) => a.to_radians(),
         (None, None) => void::facing_azimuth(void).0,
     };
-    let paved = match &tilted {
-        Some(t) => Some(t.void.clone()),
-        None => (config.subdivide > 1).then(|| void.subdivided(config.subdivide, outline)),
-    };
+    let subdivided = (tilted.is_none() && config.subdivide > 1)
+        .then(|| void.subdivided(config.subdivide, outline));
+    // The void the classes are paved on, a fresh copy per paving.
+    let paved: &Void = tilted.as_ref().map(|t| &t.void).or(subdivided.as_ref()).unwrap_or(void);
     // In the floor's frame the resampled void already holds the outline and the terrain.
     let (outline_p, terrain_p) = if tilted.is_some() { (None, None) } else { (outline, terrain) };
     let run_at = |scale: f64, azimuth: f64| {
-        let mut v = paved.clone().unwrap_or_else(|| void.clone());
+        let mut v = paved.clone();
         let mut blocks = Vec::new();
         let mut classes = Vec::new();
         for (k, s) in sizes.iter().enumerate() {
@@ -300,11 +299,11 @@ pub fn seed_above(
         Some(target) => target_scale(config, volume, target),
     };
     // The grid axis nearest the facing direction, when close enough, competes with it;
-    // the winner's paving is kept as the first result.
+    // the winner's paving is kept as the first result (on the floor, facing is 0, an
+    // axis).
     let quarter = std::f64::consts::FRAC_PI_2;
     let axis = (facing / quarter).round() * quarter;
     let (azimuth, first) = if config.azimuth.is_none()
-        && tilted.is_none()
         && axis != facing
         && (axis - facing).abs() <= config.axis_snap.to_radians()
     {

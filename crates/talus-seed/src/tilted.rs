@@ -33,7 +33,7 @@
 //! back to the world frame.
 
 use crate::boxes::Block;
-use crate::void::{GridGeometry, Outline, TriangleBuckets, Void, xy_bounds};
+use crate::void::{GridGeometry, Outline, TinFloor, TriangleBuckets, Void, clip_convex, xy_bounds};
 use nalgebra::{Matrix3, Rotation3, UnitQuaternion, Vector3};
 use rayon::prelude::*;
 
@@ -51,7 +51,6 @@ impl Frame {
     /// centres of the fillable cells; `None` with fewer than three cells or a singular fit.
     pub fn fit(void: &Void) -> Option<Frame> {
         let g = void.grid;
-        let (mut n, mut sx, mut sy, mut sz) = (0.0, 0.0, 0.0, 0.0);
         let mut pts = Vec::new();
         for r in 0..g.ny {
             for c in 0..g.nx {
@@ -59,17 +58,15 @@ impl Frame {
                 if void.fillable[i] && void.z_post[i].is_finite() {
                     let m = void.centre(r, c);
                     pts.push([m[0], m[1], void.z_post[i]]);
-                    n += 1.0;
-                    sx += m[0];
-                    sy += m[1];
-                    sz += void.z_post[i];
                 }
             }
         }
         if pts.len() < 3 {
             return None;
         }
-        let (mx, my, mz) = (sx / n, sy / n, sz / n);
+        let n = pts.len() as f64;
+        let mean = |k: usize| pts.iter().map(|p| p[k]).sum::<f64>() / n;
+        let (mx, my, mz) = (mean(0), mean(1), mean(2));
         let (mut a11, mut a12, mut a22, mut b1, mut b2) = (0.0, 0.0, 0.0, 0.0, 0.0);
         for p in &pts {
             let (dx, dy, dz) = (p[0] - mx, p[1] - my, p[2] - mz);
@@ -182,6 +179,7 @@ impl Surface {
         let mut best: Option<f64> = None;
         let mut area = 0.0;
         let better = |a: f64, b: f64| if max { a.max(b) } else { a.min(b) };
+        let rect = [lo, [hi[0], lo[1]], hi, [lo[0], hi[1]]];
         for k in self.index.near(lo, hi) {
             let t = &self.triangles[k as usize];
             let (a, b) = xy_bounds(t);
@@ -190,7 +188,8 @@ impl Surface {
             }
             let det = (t[1][0] - t[0][0]) * (t[2][1] - t[0][1])
                 - (t[2][0] - t[0][0]) * (t[1][1] - t[0][1]);
-            let poly = clip_to_rect(t, lo, hi);
+            let tri = [[t[0][0], t[0][1]], [t[1][0], t[1][1]], [t[2][0], t[2][1]]];
+            let poly = clip_convex(&tri, &rect);
             if poly.len() < 3 {
                 continue;
             }
@@ -230,34 +229,6 @@ fn polygon_area(p: &[[f64; 2]]) -> f64 {
     0.5 * s.abs()
 }
 
-/// Sutherland-Hodgman clipping of a triangle's (u, v) projection to an axis-aligned
-/// rectangle.
-fn clip_to_rect(t: &[[f64; 3]; 3], lo: [f64; 2], hi: [f64; 2]) -> Vec<[f64; 2]> {
-    let mut out: Vec<[f64; 2]> = t.iter().map(|p| [p[0], p[1]]).collect();
-    // (axis, bound, keep >= bound?)
-    for (axis, bound, above) in
-        [(0, lo[0], true), (0, hi[0], false), (1, lo[1], true), (1, hi[1], false)]
-    {
-        if out.is_empty() {
-            break;
-        }
-        let inside = |p: &[f64; 2]| if above { p[axis] >= bound } else { p[axis] <= bound };
-        let input = std::mem::take(&mut out);
-        for i in 0..input.len() {
-            let (p, q) = (input[i], input[(i + 1) % input.len()]);
-            let (ip, iq) = (inside(&p), inside(&q));
-            if ip {
-                out.push(p);
-            }
-            if ip != iq {
-                let s = (bound - p[axis]) / (q[axis] - p[axis]);
-                out.push([p[0] + s * (q[0] - p[0]), p[1] + s * (q[1] - p[1])]);
-            }
-        }
-    }
-    out
-}
-
 /// The void resampled in the frame, ready for [`crate::pack::pave`] (azimuth 0).
 #[derive(Debug, Clone)]
 pub struct TiltedVoid {
@@ -270,21 +241,20 @@ pub struct TiltedVoid {
 impl TiltedVoid {
     /// Resample `void` (the DoD's surfaces; its fillable cells say where the scar is) on
     /// cells of `cell` m in the frame of its floor plane, every column also above the
-    /// triangles `terrain` (world coordinates) and inside `outline`. `None` when no plane
-    /// can be fitted.
+    /// terrain TIN `terrain` and inside `outline`. `None` when no plane can be fitted.
     pub fn new(
         void: &Void,
         outline: Option<&Outline>,
-        terrain: Option<&[[[f64; 3]; 3]]>,
+        terrain: Option<&TinFloor>,
         cell: f64,
     ) -> Option<TiltedVoid> {
         let frame = Frame::fit(void)?;
         let g = void.grid;
         let post = Surface::from_grid(g, &void.z_post, &frame);
         let pre = Surface::from_grid(g, &void.z_pre, &frame);
-        let tin = terrain.map(|tris| {
-            let local: Vec<[[f64; 3]; 3]> = tris
-                .iter()
+        let tin = terrain.map(|floor| {
+            let local: Vec<[[f64; 3]; 3]> = floor
+                .triangles()
                 .map(|t| [frame.local(t[0]), frame.local(t[1]), frame.local(t[2])])
                 .collect();
             Surface::new(local, 10.0)

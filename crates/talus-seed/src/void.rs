@@ -246,10 +246,9 @@ impl TinFloor {
     }
 
     /// The TIN's triangles (world coordinates).
-    pub fn triangles(&self) -> Vec<[[f64; 3]; 3]> {
+    pub(crate) fn triangles(&self) -> impl Iterator<Item = [[f64; 3]; 3]> + '_ {
         (0..self.tin.triangles.len())
             .map(|t| [*self.tin.vertex(t, 0), *self.tin.vertex(t, 1), *self.tin.vertex(t, 2)])
-            .collect()
     }
 
     /// Largest TIN height over the rectangle of centre `c`, unit axes `e1`, `e2` and half
@@ -353,7 +352,7 @@ impl TriangleBuckets {
 }
 
 /// Sutherland-Hodgman clipping of a convex polygon by a counter-clockwise convex polygon.
-fn clip_convex(poly: &[[f64; 2]], clip: &[[f64; 2]; 4]) -> Vec<[f64; 2]> {
+pub(crate) fn clip_convex(poly: &[[f64; 2]], clip: &[[f64; 2]; 4]) -> Vec<[f64; 2]> {
     let mut out = poly.to_vec();
     for k in 0..clip.len() {
         if out.is_empty() {

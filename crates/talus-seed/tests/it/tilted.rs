@@ -116,7 +116,6 @@ fn a_slab_on_a_slope_is_paved_in_layers_parallel_to_it() {
     // (the slab's ends are cut where its columns leave the scar).
     let floor_void = s.summary.floor_void_volume.unwrap();
     assert!(floor_void >= s.summary.seeded_volume && floor_void <= s.summary.volume_to_fill);
-    assert_eq!(s.summary.volume_in_void, s.summary.seeded_volume);
 }
 
 #[test]
