@@ -54,8 +54,8 @@ pub enum SolverConfig {
     },
     /// Primal-dual active-set iterations from the previous step's active set (multipliers
     /// matched by contact identity), then, if they cycle, semismooth Newton on the
-    /// augmented Lagrangian of the QP; Cholesky of H + ρ C_Aᵀ C_A with faer, sparse, or
-    /// dense for islands of at most 20 bodies ([`crate::solver::warm`]). Falls back to Clarabel
+    /// augmented Lagrangian of the QP; Cholesky of H + ρ C_Aᵀ C_A by 6 × 6 blocks, or dense
+    /// (faer) for islands of at most 20 bodies ([`crate::solver::warm`]). Falls back to Clarabel
     /// (recorded) when it does not converge.
     Warm {
         /// KKT residual tolerance (relative to the data's scale), 1.

@@ -16,9 +16,10 @@
 //!
 //! By Moreau's decomposition z = P Π_K(P⁻¹z − ŵ) ∈ K and zᵀs = 0 after every iteration: only
 //! the primal residual Cx − r − s and the stationarity Hx − p − Cᵀz remain, and both go to
-//! zero. H + CᵀPC has the block pattern of the contact graph, so it is factorised once (faer's
-//! sparse Cholesky on the bodies' AMD order, [`crate::solver::warm`]) and each iteration costs
-//! two triangular solves and two products with C.
+//! zero. H + CᵀPC has the block pattern of the contact graph, so it is factorised once (by
+//! 6 × 6 blocks on the bodies' AMD order, [`crate::solver::block_cholesky`] through
+//! [`crate::solver::warm`]) and each iteration costs two block-triangular solves and two
+//! products with C.
 //!
 //! # Scaling and warm start
 //!

@@ -65,7 +65,7 @@ pub struct Qp {
 }
 
 /// Marks the second body slot of a row that touches one body only.
-const NO_BODY: u32 = u32::MAX;
+pub(crate) const NO_BODY: u32 = u32::MAX;
 
 /// C stored by rows, each row's nonzeros on the 6 columns of at most two bodies (a contact
 /// row touches body i and body j, or body i alone against a static collider): the layout
@@ -109,6 +109,12 @@ impl RowBlocks {
         Some(RowBlocks { bodies, vals })
     }
 
+    /// Row k: its bodies (the smaller first, [`NO_BODY`] in the second slot for a row on one
+    /// body) and its 6 values on each.
+    pub(crate) fn row(&self, k: usize) -> ([u32; 2], &[f64; 12]) {
+        (self.bodies[k], &self.vals[k])
+    }
+
     /// y = C x.
     fn mul(&self, x: &[f64], y: &mut [f64]) {
         for ((yr, bodies), v) in y.iter_mut().zip(&self.bodies).zip(&self.vals) {
@@ -147,7 +153,7 @@ impl Qp {
         Qp { h_upper, p, c, r, rows: OnceLock::new() }
     }
 
-    fn row_blocks(&self) -> Option<&RowBlocks> {
+    pub(crate) fn row_blocks(&self) -> Option<&RowBlocks> {
         self.rows.get_or_init(|| RowBlocks::new(&self.c)).as_ref()
     }
 

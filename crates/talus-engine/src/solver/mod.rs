@@ -5,6 +5,7 @@
 
 pub mod admm;
 pub mod assembly;
+pub(crate) mod block_cholesky;
 pub mod certificate;
 pub mod clarabel;
 pub mod dense;

@@ -1,7 +1,8 @@
 //! The warm-started solver of the jump QP `min ½xᵀHx − pᵀx s.t. Cx ≥ r`.
 //!
 //! Three stages, each exact on the active set it ends with, all using one regularised
-//! matrix K_A = H + Σ_{k∈A} ρ_k c_k c_kᵀ factorised by faer's sparse Cholesky:
+//! matrix K_A = H + Σ_{k∈A} ρ_k c_k c_kᵀ, factorised by 6 × 6 blocks in the bodies' AMD
+//! order ([`crate::solver::block_cholesky`]; faer's dense Cholesky for small islands):
 //!
 //! 1. **Primal-dual active sets** (semismooth Newton on min(λ, m(Cx − r)) = 0, Hintermüller,
 //!    Ito and Kunisch), from the previous step's active set: solve the equality-constrained
@@ -52,18 +53,16 @@
 //! The iteration limit counts linear solves. A solve that does not converge within it is
 //! handed to Clarabel and recorded as a fallback (diagnostics column `fallback`).
 
-use crate::solver::assembly::Qp;
+use crate::solver::assembly::{NO_BODY, Qp, RowBlocks};
+use crate::solver::block_cholesky::BlockCholesky;
 use crate::solver::clarabel::{QpOutcome, QpStatus, SolverUsed, kkt_residuals, solve_clarabel};
 use crate::solver::nlgs::ContactImpulse;
-use faer::dyn_stack::{MemBuffer, MemStack, StackReq};
+use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::solvers::{Llt, Solve};
+use faer::sparse::SymbolicSparseColMatRef;
 use faer::sparse::linalg::amd;
-use faer::sparse::linalg::cholesky::{
-    LltRef, SymbolicCholesky, SymmetricOrdering, factorize_symbolic_cholesky,
-};
-use faer::sparse::{SparseColMatRef, SymbolicSparseColMatRef};
-use faer::{Conj, Mat, MatMut, Par, Side};
-use nalgebra::Vector3;
+use faer::{Mat, MatMut, Side};
+use nalgebra::{Matrix6, Vector3, Vector6};
 use std::collections::HashMap;
 
 /// Identity of a contact across steps: block id, other body (kind, id), and the contact
@@ -173,162 +172,6 @@ impl WarmStart {
     }
 }
 
-/// K = H + Σ_{k∈A} ρ_k c_k c_kᵀ on a fixed upper-triangular pattern, in a fill-reducing
-/// order.
-///
-/// The unknowns come in blocks of six (one body's velocity and angular velocity) and H and
-/// CᵀC couple bodies, not single unknowns, so the pattern is one of dense 6 × 6 blocks and
-/// the ordering is computed on the bodies' contact graph (AMD, 36 times fewer entries
-/// than the scalar graph). The pattern is stored already permuted, so the numeric
-/// factorisation runs in the identity order and only the right-hand sides are permuted.
-struct KPattern {
-    /// Position of each unknown in the factor's order.
-    perm: Vec<usize>,
-    colptr: Vec<usize>,
-    rowval: Vec<usize>,
-    /// Slot of each H entry (in h_upper's order).
-    h_slot: Vec<usize>,
-    /// Per constraint k, `c_slots[c_start[k]..c_start[k + 1]]`: (slot, a, b) of the c_a c_b
-    /// products (a, b index the row entries).
-    c_slots: Vec<(usize, u8, u8)>,
-    c_start: Vec<usize>,
-}
-
-impl KPattern {
-    fn new(qp: &Qp, rows: &[Vec<(usize, f64)>]) -> Option<Self> {
-        let n = qp.n();
-        let h = &qp.h_upper;
-        // Bodies (blocks of `bs` unknowns) and the pairs H or a constraint couples.
-        let bs = if n.is_multiple_of(6) { 6 } else { 1 };
-        let nb = n / bs;
-        let mut adj: Vec<Vec<usize>> = vec![Vec::new(); nb];
-        for col in 0..n {
-            for k in h.colptr[col]..h.colptr[col + 1] {
-                let (i, j) = (h.rowval[k] / bs, col / bs);
-                if i != j {
-                    adj[i].push(j);
-                    adj[j].push(i);
-                }
-            }
-        }
-        let mut touched: Vec<usize> = Vec::new();
-        for row in rows {
-            touched.clear();
-            touched.extend(row.iter().map(|&(c, _)| c / bs));
-            touched.sort_unstable();
-            touched.dedup();
-            for (x, &i) in touched.iter().enumerate() {
-                for &j in &touched[x + 1..] {
-                    adj[i].push(j);
-                    adj[j].push(i);
-                }
-            }
-        }
-        for a in adj.iter_mut() {
-            a.sort_unstable();
-            a.dedup();
-        }
-        // Fill-reducing order of the bodies: order[new] = old.
-        let order = body_order(&adj)?;
-        let mut pos = vec![0usize; nb];
-        for (new, &old) in order.iter().enumerate() {
-            pos[old] = new;
-        }
-        let perm: Vec<usize> = (0..n).map(|i| bs * pos[i / bs] + i % bs).collect();
-        // Permuted body pattern, upper: for body column J the body rows I ≤ J, sorted.
-        let brows: Vec<Vec<usize>> = order
-            .iter()
-            .enumerate()
-            .map(|(jn, &jo)| {
-                let mut v: Vec<usize> =
-                    adj[jo].iter().map(|&io| pos[io]).filter(|&i| i < jn).collect();
-                v.sort_unstable();
-                v.push(jn);
-                v
-            })
-            .collect();
-        let mut colptr = vec![0usize; n + 1];
-        for (j, br) in brows.iter().enumerate() {
-            for a in 0..bs {
-                colptr[j * bs + a + 1] = bs * (br.len() - 1) + a + 1;
-            }
-        }
-        for c in 0..n {
-            colptr[c + 1] += colptr[c];
-        }
-        let mut rowval = Vec::with_capacity(colptr[n]);
-        for (j, br) in brows.iter().enumerate() {
-            for a in 0..bs {
-                for &i in &br[..br.len() - 1] {
-                    rowval.extend(i * bs..i * bs + bs);
-                }
-                rowval.extend(j * bs..j * bs + a + 1);
-            }
-        }
-        // Slot of the permuted entry (row, col), row ≤ col.
-        let slot = |row: usize, col: usize| -> usize {
-            let (i, j) = (row / bs, col / bs);
-            let br = &brows[j];
-            let k =
-                if i == j { br.len() - 1 } else { br.binary_search(&i).expect("pattern entry") };
-            colptr[col] + bs * k + row % bs
-        };
-        let upper = |a: usize, b: usize| -> usize {
-            let (pa, pb) = (perm[a], perm[b]);
-            if pa <= pb { slot(pa, pb) } else { slot(pb, pa) }
-        };
-        let mut h_slot = Vec::with_capacity(h.nzval.len());
-        for col in 0..n {
-            for k in h.colptr[col]..h.colptr[col + 1] {
-                h_slot.push(upper(h.rowval[k], col));
-            }
-        }
-        // The rows of one friction cone have the same columns: their slots are copied.
-        let mut c_start = Vec::with_capacity(rows.len() + 1);
-        c_start.push(0);
-        let mut c_slots: Vec<(usize, u8, u8)> = Vec::new();
-        for (k, row) in rows.iter().enumerate() {
-            let same_columns = k > 0
-                && rows[k - 1].len() == row.len()
-                && rows[k - 1].iter().zip(row).all(|(a, b)| a.0 == b.0);
-            if same_columns {
-                c_slots.extend_from_within(c_start[k - 1]..c_start[k]);
-            } else {
-                for (a, &(ca, _)) in row.iter().enumerate() {
-                    for (b, &(cb, _)) in row.iter().enumerate().skip(a) {
-                        c_slots.push((upper(ca, cb), a as u8, b as u8));
-                    }
-                }
-            }
-            c_start.push(c_slots.len());
-        }
-        Some(KPattern { perm, colptr, rowval, h_slot, c_slots, c_start })
-    }
-
-    fn values(
-        &self,
-        qp: &Qp,
-        rows: &[Vec<(usize, f64)>],
-        rho: &[f64],
-        active: &[bool],
-        v: &mut Vec<f64>,
-    ) {
-        v.clear();
-        v.resize(self.rowval.len(), 0.0);
-        for (k, &s) in self.h_slot.iter().enumerate() {
-            v[s] += qp.h_upper.nzval[k];
-        }
-        for (k, row) in rows.iter().enumerate() {
-            if !active[k] {
-                continue;
-            }
-            for &(s, a, b) in &self.c_slots[self.c_start[k]..self.c_start[k + 1]] {
-                v[s] += rho[k] * row[a as usize].1 * row[b as usize].1;
-            }
-        }
-    }
-}
-
 /// AMD order of a graph given by sorted adjacency lists (no self loops): order[new] = old.
 fn body_order(adj: &[Vec<usize>]) -> Option<Vec<usize>> {
     let nb = adj.len();
@@ -408,35 +251,181 @@ fn constraint_rows(qp: &Qp) -> Vec<Vec<(usize, f64)>> {
     rows
 }
 
-/// Sparse Cholesky of K on the body-blocked pattern, with its buffers.
-struct SparseK {
-    pat: KPattern,
-    symbolic: SymbolicCholesky<usize>,
-    /// Values of K (pattern order) and of its factor.
-    k_values: Vec<f64>,
-    l_values: Vec<f64>,
-    /// Workspace of the factorisation and the solves; a permuted right-hand side.
-    scratch: MemBuffer,
+/// Where an entry of K goes among the blocks of [`BlockCholesky`].
+#[derive(Debug, Clone, Copy)]
+enum Target {
+    /// Diagonal block of this (permuted) body; the entry and its mirror.
+    Diag(usize),
+    /// Block of L's structure below the diagonal at this position.
+    Lower(usize),
+}
+
+/// K = H + Σ_{k∈A} ρ_k c_k c_kᵀ by blocks of 6 × 6 (one per body and per pair of coupled
+/// bodies), factorised by [`BlockCholesky`] in the bodies' AMD order.
+///
+/// H and CᵀC couple bodies, not single unknowns, so the ordering is computed on the bodies'
+/// contact graph (36 times fewer entries than the scalar graph), and K's blocks are summed
+/// straight from H's entries and from C's rows of two bodies ([`RowBlocks`]).
+struct BlockK {
+    /// Position of each body in the factor's order.
+    pos: Vec<usize>,
+    chol: BlockCholesky,
+    /// Per entry of H (upper, in its compressed order): where it goes, and its row and
+    /// column within the block.
+    h_target: Vec<(Target, u8, u8)>,
+    /// Per row of C: its permuted bodies and the position of their coupling block in L
+    /// (`None` for a row on one body), and whether its first body is the later one in the
+    /// factor's order (the coupling block is (later, earlier)).
+    row_target: Vec<([usize; 2], Option<usize>, bool)>,
+    diag: Vec<Matrix6<f64>>,
+    lower: Vec<Matrix6<f64>>,
     permuted: Vec<f64>,
+}
+
+impl BlockK {
+    /// `None` when the AMD ordering fails.
+    fn new(qp: &Qp, rows: &RowBlocks) -> Option<Self> {
+        let n = qp.n();
+        let nb = n / 6;
+        let h = &qp.h_upper;
+        let mut adj: Vec<Vec<usize>> = vec![Vec::new(); nb];
+        let mut edge = |i: usize, j: usize| {
+            if i != j {
+                adj[i].push(j);
+                adj[j].push(i);
+            }
+        };
+        for col in 0..n {
+            for k in h.colptr[col]..h.colptr[col + 1] {
+                edge(h.rowval[k] / 6, col / 6);
+            }
+        }
+        for k in 0..qp.m() {
+            if let ([a, b], _) = rows.row(k)
+                && b != NO_BODY
+            {
+                edge(a as usize, b as usize);
+            }
+        }
+        for a in adj.iter_mut() {
+            a.sort_unstable();
+            a.dedup();
+        }
+        // Fill-reducing order of the bodies: order[new] = old.
+        let order = body_order(&adj)?;
+        let mut pos = vec![0usize; nb];
+        for (new, &old) in order.iter().enumerate() {
+            pos[old] = new;
+        }
+        let mut lower: Vec<Vec<usize>> = vec![Vec::new(); nb];
+        for (i, a) in adj.iter().enumerate() {
+            for &j in a.iter().filter(|&&j| pos[j] > pos[i]) {
+                lower[pos[i]].push(pos[j]);
+            }
+        }
+        let chol = BlockCholesky::new(&lower);
+        let coupling = |i: usize, j: usize| {
+            let (hi, lo) = if i > j { (i, j) } else { (j, i) };
+            chol.position(hi, lo).expect("K's block is in L's structure")
+        };
+        let mut h_target = Vec::with_capacity(h.nzval.len());
+        for col in 0..n {
+            for k in h.colptr[col]..h.colptr[col + 1] {
+                let row = h.rowval[k];
+                let (i, j) = (pos[row / 6], pos[col / 6]);
+                let (a, b) = ((row % 6) as u8, (col % 6) as u8);
+                h_target.push(match i.cmp(&j) {
+                    std::cmp::Ordering::Equal => (Target::Diag(i), a, b),
+                    std::cmp::Ordering::Greater => (Target::Lower(coupling(i, j)), a, b),
+                    std::cmp::Ordering::Less => (Target::Lower(coupling(i, j)), b, a),
+                });
+            }
+        }
+        let row_target = (0..qp.m())
+            .map(|k| {
+                let ([a, b], _) = rows.row(k);
+                let pa = pos[a as usize];
+                if b == NO_BODY {
+                    ([pa, pa], None, false)
+                } else {
+                    let pb = pos[b as usize];
+                    ([pa, pb], Some(coupling(pa, pb)), pa > pb)
+                }
+            })
+            .collect();
+        let n_lower = chol.n_lower();
+        Some(BlockK {
+            pos,
+            chol,
+            h_target,
+            row_target,
+            diag: vec![Matrix6::zeros(); nb],
+            lower: vec![Matrix6::zeros(); n_lower],
+            permuted: vec![0.0; n],
+        })
+    }
+
+    /// Sum K's blocks for the active rows with penalties `rho` and factorise it.
+    fn factorise(&mut self, qp: &Qp, rows: &RowBlocks, rho: &[f64], active: &[bool]) -> bool {
+        self.diag.iter_mut().chain(self.lower.iter_mut()).for_each(|m| *m = Matrix6::zeros());
+        for (&v, &(t, a, b)) in qp.h_upper.nzval.iter().zip(&self.h_target) {
+            let (a, b) = (a as usize, b as usize);
+            match t {
+                Target::Diag(i) => {
+                    self.diag[i][(a, b)] += v;
+                    if a != b {
+                        self.diag[i][(b, a)] += v;
+                    }
+                }
+                Target::Lower(p) => self.lower[p][(a, b)] += v,
+            }
+        }
+        for (k, &([pa, pb], coupling, first_later)) in self.row_target.iter().enumerate() {
+            if !active[k] {
+                continue;
+            }
+            let (_, vals) = rows.row(k);
+            let va = Vector6::from_column_slice(&vals[..6]) * rho[k].sqrt();
+            self.diag[pa] += va * va.transpose();
+            if let Some(p) = coupling {
+                let vb = Vector6::from_column_slice(&vals[6..]) * rho[k].sqrt();
+                self.diag[pb] += vb * vb.transpose();
+                self.lower[p] +=
+                    if first_later { va * vb.transpose() } else { vb * va.transpose() };
+            }
+        }
+        self.chol.factorize(&self.diag, &self.lower)
+    }
+
+    /// Solve K d = rhs in place.
+    fn solve(&mut self, rhs: &mut [f64]) {
+        for (b, &p) in self.pos.iter().enumerate() {
+            self.permuted[6 * p..6 * p + 6].copy_from_slice(&rhs[6 * b..6 * b + 6]);
+        }
+        self.chol.solve_in_place(&mut self.permuted);
+        for (b, &p) in self.pos.iter().enumerate() {
+            rhs[6 * b..6 * b + 6].copy_from_slice(&self.permuted[6 * p..6 * p + 6]);
+        }
+    }
 }
 
 /// Dense Cholesky of K (small islands).
 struct DenseK {
     /// H (both triangles; K's lower triangle is built on a copy).
     h: Mat<f64>,
+    /// Rows of C: (column, value).
+    rows: Vec<Vec<(usize, f64)>>,
     llt: Option<Llt<f64>>,
 }
 
 enum Backend {
-    Sparse(Box<SparseK>),
+    Block(Box<BlockK>),
     Dense(DenseK),
 }
 
 /// The factorisation of K = H + Σ_{k∈A} ρ_k c_k c_kᵀ for one active set A.
 pub(crate) struct Factor<'a> {
     qp: &'a Qp,
-    /// Rows of C: (column, value).
-    rows: Vec<Vec<(usize, f64)>>,
     backend: Backend,
     /// Σ_j c_kj² / H_jj per constraint (an inverse effective mass).
     inv_mass: Vec<f64>,
@@ -449,37 +438,21 @@ pub(crate) struct Factor<'a> {
 }
 
 impl<'a> Factor<'a> {
+    /// Islands of at most `dense_factor_max` unknowns, and programs whose unknowns do not
+    /// come in bodies of six, are factorised dense; the others by blocks.
     pub(crate) fn new(qp: &'a Qp, dense_factor_max: usize) -> Option<Self> {
         let n = qp.n();
-        let rows = constraint_rows(qp);
         let h = &qp.h_upper;
-        let backend = if n <= dense_factor_max {
-            let hd = qp.h_dense();
-            Backend::Dense(DenseK { h: Mat::from_fn(n, n, |i, j| hd[(i, j)]), llt: None })
-        } else {
-            let pat = KPattern::new(qp, &rows)?;
-            let sym = SymbolicSparseColMatRef::new_checked(n, n, &pat.colptr, None, &pat.rowval);
-            let symbolic = factorize_symbolic_cholesky(
-                sym,
-                Side::Upper,
-                SymmetricOrdering::Identity,
-                Default::default(),
-            )
-            .ok()?;
-            let scratch = MemBuffer::try_new(StackReq::any_of(&[
-                symbolic.factorize_numeric_llt_scratch::<f64>(Par::Seq, Default::default()),
-                symbolic.solve_in_place_scratch::<f64>(1, Par::Seq),
-            ]))
-            .ok()?;
-            let l_values = vec![0.0; symbolic.len_val()];
-            Backend::Sparse(Box::new(SparseK {
-                pat,
-                symbolic,
-                k_values: Vec::new(),
-                l_values,
-                scratch,
-                permuted: vec![0.0; n],
-            }))
+        let backend = match qp.row_blocks() {
+            Some(rows) if n > dense_factor_max => Backend::Block(Box::new(BlockK::new(qp, rows)?)),
+            _ => {
+                let hd = qp.h_dense();
+                Backend::Dense(DenseK {
+                    h: Mat::from_fn(n, n, |i, j| hd[(i, j)]),
+                    rows: constraint_rows(qp),
+                    llt: None,
+                })
+            }
         };
         // diag(H), for ρ_k = σ / Σ_j c_kj² / H_jj (σ times an effective mass of contact k):
         // K − H is then σ times H's scale whatever the masses, sizes and lever arms.
@@ -491,15 +464,17 @@ impl<'a> Factor<'a> {
                 }
             }
         }
-        let inv_mass: Vec<f64> = rows
-            .iter()
-            .map(|row| {
-                let s: f64 = row.iter().map(|&(c, v)| v * v / hdiag[c].max(1e-300)).sum();
-                if s > 0.0 { s } else { 1.0 }
-            })
-            .collect();
+        let mut inv_mass = vec![0.0f64; qp.m()];
+        for (col, &d) in hdiag.iter().enumerate() {
+            for k in qp.c.colptr[col]..qp.c.colptr[col + 1] {
+                inv_mass[qp.c.rowval[k]] += qp.c.nzval[k] * qp.c.nzval[k] / d.max(1e-300);
+            }
+        }
+        for s in inv_mass.iter_mut().filter(|s| **s <= 0.0) {
+            *s = 1.0;
+        }
         let rho = vec![0.0; inv_mass.len()];
-        let mut f = Factor { qp, rows, backend, inv_mass, rho, cache: None, scales: scales(qp) };
+        let mut f = Factor { qp, backend, inv_mass, rho, cache: None, scales: scales(qp) };
         f.set_sigma(SIGMA_POLISH);
         Some(f)
     }
@@ -524,11 +499,10 @@ impl<'a> Factor<'a> {
 
     /// Factorise K_A; `false` when the factorisation fails.
     fn factorise(&mut self, active: &[bool]) -> bool {
-        let n = self.qp.n();
         match &mut self.backend {
             Backend::Dense(d) => {
                 let mut k = d.h.clone();
-                for (kk, row) in self.rows.iter().enumerate() {
+                for (kk, row) in d.rows.iter().enumerate() {
                     if !active[kk] {
                         continue;
                     }
@@ -543,27 +517,9 @@ impl<'a> Factor<'a> {
                 d.llt = Llt::new(k.as_ref(), Side::Lower).ok();
                 d.llt.is_some()
             }
-            Backend::Sparse(sp) => {
-                sp.pat.values(self.qp, &self.rows, &self.rho, active, &mut sp.k_values);
-                let sym = SymbolicSparseColMatRef::new_checked(
-                    n,
-                    n,
-                    &sp.pat.colptr,
-                    None,
-                    &sp.pat.rowval,
-                );
-                let mat = SparseColMatRef::new(sym, &sp.k_values);
-                sp.symbolic
-                    .factorize_numeric_llt(
-                        &mut sp.l_values,
-                        mat,
-                        Side::Upper,
-                        Default::default(),
-                        Par::Seq,
-                        MemStack::new(&mut sp.scratch),
-                        Default::default(),
-                    )
-                    .is_ok()
+            Backend::Block(bk) => {
+                let rows = self.qp.row_blocks().expect("the block backend has C by rows");
+                bk.factorise(self.qp, rows, &self.rho, active)
             }
         }
     }
@@ -583,20 +539,7 @@ impl<'a> Factor<'a> {
                 let Some(llt) = &d.llt else { return false };
                 llt.solve_in_place(MatMut::from_column_major_slice_mut(rhs, n, 1));
             }
-            Backend::Sparse(sp) => {
-                for (i, &p) in sp.pat.perm.iter().enumerate() {
-                    sp.permuted[p] = rhs[i];
-                }
-                LltRef::new(&sp.symbolic, &sp.l_values).solve_in_place_with_conj(
-                    Conj::No,
-                    MatMut::from_column_major_slice_mut(&mut sp.permuted, n, 1),
-                    Par::Seq,
-                    MemStack::new(&mut sp.scratch),
-                );
-                for (i, &p) in sp.pat.perm.iter().enumerate() {
-                    rhs[i] = sp.permuted[p];
-                }
-            }
+            Backend::Block(bk) => bk.solve(rhs),
         }
         true
     }
