@@ -95,6 +95,13 @@ impl BlockCholesky {
         self.diag_inv.len()
     }
 
+    /// Block products of the numeric factorisation per block column: Σ_j |L_*j|² / columns
+    /// (the average squared count of blocks below the diagonal of a column).
+    pub(crate) fn work_per_column(&self) -> f64 {
+        let w: usize = self.ptr.windows(2).map(|p| (p[1] - p[0]) * (p[1] - p[0])).sum();
+        w as f64 / self.n_blocks().max(1) as f64
+    }
+
     /// Number of blocks of L below the diagonal (K's and the fill's).
     pub(crate) fn n_lower(&self) -> usize {
         self.rows.len()
