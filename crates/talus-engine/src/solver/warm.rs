@@ -276,10 +276,9 @@ struct BlockK {
     /// Per entry of H (upper, in its compressed order): where it goes, and its row and
     /// column within the block.
     h_target: Vec<(Target, u8, u8)>,
-    /// Per row of C: its permuted bodies and the position of their coupling block in L
-    /// (`None` for a row on one body), and whether its first body is the later one in the
-    /// factor's order (the coupling block is (later, earlier)).
-    row_target: Vec<([usize; 2], Option<usize>, bool)>,
+    /// Per row of C: its first body (permuted) and, for a row on two bodies, the second
+    /// and the position in L of their coupling block (later body, earlier body).
+    row_target: Vec<(usize, Option<(usize, usize)>)>,
     diag: Vec<Matrix6<f64>>,
     lower: Vec<Matrix6<f64>>,
     permuted: Vec<f64>,
@@ -289,8 +288,9 @@ struct BlockK {
 
 /// Above this many block products per column ([`BlockCholesky::work_per_column`]), K is
 /// factorised by faer's scalar sparse Cholesky (which picks its supernodal method for such
-/// factors, with dense kernels) instead of by blocks. Measured: the default site's islands
-/// are at 4-420 (the blocks took its solves from 3.2-4.1 s to 2.4-3.0 s on 100 steps), a
+/// factors, with dense kernels) instead of by blocks. Measured: the default site's largest
+/// islands are at 18-421 (the blocks took its solves from 3.2-4.1 s to 2.4-3.0 s on 100
+/// steps), a
 /// packed heap of 1000 blocks at 8584 (the blocks took 7.4-14.4 s a step against faer's
 /// 6.1-11.9 s).
 const BLOCK_WORK_MAX: f64 = 2000.0;
@@ -323,9 +323,12 @@ impl ScalarK {
         let (mut colptr, mut rowval, mut source) = (vec![0usize], Vec::new(), Vec::new());
         for (j, u) in upper.iter_mut().enumerate() {
             u.sort_unstable();
+            let blocks: Vec<(usize, usize)> = u
+                .iter()
+                .map(|&i| (i, chol.position(j, i).expect("K's block is in L's structure")))
+                .collect();
             for a in 0..6u8 {
-                for &i in u.iter() {
-                    let p = chol.position(j, i).expect("K's block is in L's structure");
+                for &(i, p) in &blocks {
                     for r in 0..6u8 {
                         rowval.push(6 * i + r as usize);
                         source.push((false, p, a, r));
@@ -452,12 +455,11 @@ impl BlockK {
             .map(|k| {
                 let ([a, b], _) = rows.row(k);
                 let pa = pos[a as usize];
-                if b == NO_BODY {
-                    ([pa, pa], None, false)
-                } else {
+                let second = (b != NO_BODY).then(|| {
                     let pb = pos[b as usize];
-                    ([pa, pb], Some(coupling(pa, pb)), pa > pb)
-                }
+                    (pb, coupling(pa, pb))
+                });
+                (pa, second)
             })
             .collect();
         let n_lower = chol.n_lower();
@@ -493,18 +495,18 @@ impl BlockK {
                 Target::Lower(p) => self.lower[p][(a, b)] += v,
             }
         }
-        for (k, &([pa, pb], coupling, first_later)) in self.row_target.iter().enumerate() {
+        for (k, &(pa, second)) in self.row_target.iter().enumerate() {
             if !active[k] {
                 continue;
             }
             let (_, vals) = rows.row(k);
-            let va = Vector6::from_column_slice(&vals[..6]) * rho[k].sqrt();
+            let r = rho[k].sqrt();
+            let va = Vector6::from_column_slice(&vals[..6]) * r;
             self.diag[pa] += va * va.transpose();
-            if let Some(p) = coupling {
-                let vb = Vector6::from_column_slice(&vals[6..]) * rho[k].sqrt();
+            if let Some((pb, p)) = second {
+                let vb = Vector6::from_column_slice(&vals[6..]) * r;
                 self.diag[pb] += vb * vb.transpose();
-                self.lower[p] +=
-                    if first_later { va * vb.transpose() } else { vb * va.transpose() };
+                self.lower[p] += if pa > pb { va * vb.transpose() } else { vb * va.transpose() };
             }
         }
         match &mut self.scalar {
