@@ -45,6 +45,13 @@ pub struct Config {
     /// floor), `levels` (a layout per horizontal level of height c; also searches the
     /// levels' vertical offset) or `best` (both, keeping the one with more blocks).
     pub stacking: pack::Stacking,
+    /// Edge c of the blocks: `fixed` (every block of a class is c thick) or `fit` (the
+    /// blocks of a column share its height, each within `thickness_range`).
+    pub thickness: pack::Thickness,
+    /// With `thickness = "fit"`: the least and largest edge c of a block, as multiples of
+    /// its class's c (default [1, 2]: never thinner than c). With the largest at least
+    /// twice the least, every column at least the least high gets blocks.
+    pub thickness_range: [f64; 2],
     /// Lattice positions per block edge searched for strips and columns (finer = fuller
     /// paving, slower).
     pub lattice: usize,
@@ -83,6 +90,8 @@ impl Default for Config {
             axis_snap: 10.0,
             orientation: Orientation::Upright,
             stacking: pack::Stacking::Best,
+            thickness: pack::Thickness::Fixed,
+            thickness_range: [1.0, 2.0],
             lattice: 12,
             subdivide: 1,
             gap: 0.0,
@@ -261,6 +270,18 @@ impl Config {
                     }
                 }
             }
+        }
+        let [lo, hi] = self.thickness_range;
+        if !(positive(lo) && hi.is_finite() && hi >= lo) {
+            return bad(format!(
+                "thickness_range = [{lo}, {hi}]: need 0 < least <= largest (multiples of c)"
+            ));
+        }
+        if self.thickness == pack::Thickness::Fit && self.min_inside < 1.0 {
+            return bad(format!(
+                "thickness = \"fit\" fills each column to the pre-event surface: min_inside = {} must be 1",
+                self.min_inside
+            ));
         }
         if !positive(self.density) {
             return bad(format!("density {} kg/m³ must be > 0", self.density));

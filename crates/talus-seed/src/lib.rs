@@ -47,25 +47,28 @@ pub(crate) fn positive(v: f64) -> bool {
 /// Blocks of one size class.
 #[derive(Debug, Clone, Serialize)]
 pub struct ClassCount {
-    /// Edges (a, b, c), m.
+    /// Edges (a, b, c), m (c nominal with `thickness = "fit"`).
     pub size: [f64; 3],
     /// Blocks placed.
     pub blocks: usize,
     /// Their volume, m³.
     pub volume: f64,
+    /// Least and largest edge c of the blocks placed, m (c and c with one thickness).
+    pub thickness: [f64; 2],
     /// The share of the volume to fill the class was allowed (none: no cap).
     pub volume_fraction_target: Option<f64>,
 }
 
 /// The exponent b of N(≥ V) ∝ V^(−b) fitted (least squares in log-log) to the classes'
-/// cumulative counts, largest first; none with fewer than two classes holding blocks.
+/// cumulative counts against their mean block volume, largest first; none with fewer than
+/// two classes holding blocks.
 pub fn fitted_exponent(classes: &[ClassCount]) -> Option<f64> {
     let mut pts = Vec::new();
     let mut cumulative = 0usize;
     for c in classes {
         cumulative += c.blocks;
         if c.blocks > 0 {
-            let v: f64 = c.size.iter().product();
+            let v = c.volume / c.blocks as f64;
             pts.push((v.ln(), (cumulative as f64).ln()));
         }
     }
@@ -266,7 +269,6 @@ pub fn seed_above(
         let mut classes = Vec::new();
         for (k, s) in sizes.iter().enumerate() {
             let size = s.size.map(|e| e * scale);
-            let each: f64 = size.iter().product();
             let p = pack::Paving {
                 size,
                 azimuth,
@@ -274,7 +276,9 @@ pub fn seed_above(
                 gap: config.gap,
                 clearance: config.clearance,
                 min_inside: config.min_inside,
-                max_blocks: s.volume_fraction.map(|f| (f * volume / each).round() as usize),
+                thickness: config.thickness,
+                thickness_range: config.thickness_range,
+                max_volume: s.volume_fraction.map(|f| f * volume),
             };
             let mut b = pack::pave(&mut v, outline_p, terrain_p, &p, config.stacking, progress);
             for blk in &mut b {
@@ -283,10 +287,14 @@ pub fn seed_above(
                     *blk = t.to_world(blk);
                 }
             }
+            let thickness = b.iter().fold([f64::INFINITY, f64::NEG_INFINITY], |t, blk| {
+                [t[0].min(blk.size[2]), t[1].max(blk.size[2])]
+            });
             classes.push(ClassCount {
                 size,
                 blocks: b.len(),
-                volume: each * b.len() as f64,
+                volume: b.iter().map(Block::volume).sum(),
+                thickness: if b.is_empty() { [size[2]; 2] } else { thickness },
                 volume_fraction_target: s.volume_fraction,
             });
             blocks.extend(b);
@@ -564,12 +572,20 @@ impl std::fmt::Display for Summary {
                 let target = c
                     .volume_fraction_target
                     .map_or(String::new(), |t| format!(" (share allowed {:.1} %)", 100.0 * t));
+                let each = if c.thickness[1] - c.thickness[0] > 1e-9 {
+                    format!(
+                        "{:.1} m³ on average, {:.2}-{:.2} m thick",
+                        c.volume / c.blocks as f64,
+                        c.thickness[0],
+                        c.thickness[1]
+                    )
+                } else {
+                    format!("{:.1} m³", c.size.iter().product::<f64>())
+                };
                 write!(
                     f,
-                    "\n  class {k}: {} blocks of {:.1} m³, {:.0} m³ = {share:.1} % of the volume to fill{target}",
-                    c.blocks,
-                    c.size.iter().product::<f64>(),
-                    c.volume
+                    "\n  class {k}: {} blocks of {each}, {:.0} m³ = {share:.1} % of the volume to fill{target}",
+                    c.blocks, c.volume
                 )?;
             }
             if let Some(b) = s.fitted_exponent {

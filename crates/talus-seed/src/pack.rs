@@ -31,9 +31,15 @@ pub struct Paving {
     pub clearance: f64,
     /// Least fraction of a block's volume below the pre-event surface (1 = wholly).
     pub min_inside: f64,
-    /// At most this many blocks (the first ones in strip, column, level order; the
-    /// space of the others stays free for later classes); none = as many as fit.
-    pub max_blocks: Option<usize>,
+    /// Edge c of each block: the class's, or fitted to its column.
+    pub thickness: Thickness,
+    /// With [`Thickness::Fit`]: the least and largest edge c, as multiples of c.
+    pub thickness_range: [f64; 2],
+    /// At most this volume, m³: blocks are taken in strip, column, level order while
+    /// their volume stays within it plus half a block of the nominal size (so with one
+    /// thickness, round(max_volume / a b c) blocks); the space of the others stays free
+    /// for later classes. None = as many as fit.
+    pub max_volume: Option<f64>,
 }
 
 /// Geometric tolerance of the containment tests, m.
@@ -41,13 +47,13 @@ pub const TOL: f64 = 1e-6;
 
 /// Exact weighted-interval selection on a lattice: `val[i]` is the value of an item at
 /// position i, items at least `k` positions apart. Returns the best total and positions.
-fn select(val: &[u32], k: usize) -> (u64, Vec<usize>) {
+fn select(val: &[u64], k: usize) -> (u64, Vec<usize>) {
     let n = val.len();
     let mut f = vec![0u64; n + 1];
     let mut take = vec![false; n + 1];
     for i in 1..=n {
         let p = i - 1;
-        let with = val[p] as u64 + f[(p + 1).saturating_sub(k)];
+        let with = val[p] + f[(p + 1).saturating_sub(k)];
         if val[p] > 0 && with > f[i - 1] {
             f[i] = with;
             take[i] = true;
@@ -85,8 +91,44 @@ pub enum Stacking {
     /// Horizontal levels of height c: each level gets its own footprint layout (best
     /// for steep walls, where a column's floor varies a lot across its footprint).
     Levels,
-    /// Both, keeping the one with more blocks (columns on a tie).
+    /// Both, keeping the one with more volume (columns on a tie).
     Best,
+}
+
+/// Edge c of the blocks of a class.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Thickness {
+    /// Every block is c thick: a column of height h holds ⌊(h + gap)/(c + gap)⌋ blocks
+    /// and leaves the rest of its height to smaller classes.
+    #[default]
+    Fixed,
+    /// The blocks of a column share its height: the fewest blocks n no thicker than the
+    /// range's largest multiple of c, each (h + gap)/n − gap thick; a column where that
+    /// is below the range's least multiple is left to smaller classes. Edge c then varies
+    /// from column to column with the void's thickness, as the spacing of a rock mass's
+    /// bedding joints does, and a column leaves no room under the ceiling. Only columns
+    /// are fitted: with `stacking = "levels"` blocks keep c.
+    Fit,
+}
+
+/// Blocks stacked at lattice footprint (i, j): `n` blocks `t` thick from `base` up.
+struct Stack {
+    i: usize,
+    j: usize,
+    base: f64,
+    n: u32,
+    t: f64,
 }
 
 /// Pave `void` (cells touched by blocks have their floor raised to the top of the
@@ -101,6 +143,11 @@ pub fn pave(
     progress: &dyn talus_io::Progress,
 ) -> Vec<Block> {
     let [a, b, c] = p.size;
+    // The thinnest block a column may hold.
+    let c_min = match p.thickness {
+        Thickness::Fixed => c,
+        Thickness::Fit => p.thickness_range[0] * c,
+    };
     let (e1, e2) = ([p.azimuth.cos(), p.azimuth.sin()], [-p.azimuth.sin(), p.azimuth.cos()]);
     let g = void.grid;
     let origin = [g.x0, g.y0];
@@ -160,7 +207,7 @@ pub fn pave(
                     });
                     match col {
                         Some(col)
-                            if col.ceiling - col.floor - p.clearance >= c - TOL
+                            if col.ceiling - col.floor - p.clearance >= c_min - TOL
                                 && corners_inside(ctr) =>
                         {
                             (col.floor + p.clearance, col.ceiling)
@@ -175,27 +222,48 @@ pub fn pave(
         .collect();
     progress.finish();
     // Best layout for a value function over footprints: (blocks, [(j, [i])]).
-    let layout = |val: &(dyn Fn(usize, usize) -> u32 + Sync)| {
+    let layout = |val: &(dyn Fn(usize, usize) -> u64 + Sync)| {
         let strips: Vec<(u64, Vec<usize>)> = (0..nv)
             .into_par_iter()
             .map(|j| select(&(0..nu).map(|i| val(i, j)).collect::<Vec<_>>(), ku))
             .collect();
-        let row_vals: Vec<u32> = strips.iter().map(|s| s.0 as u32).collect();
+        let row_vals: Vec<u64> = strips.iter().map(|s| s.0).collect();
         let (total, rows) = select(&row_vals, kv);
         (total, rows.into_iter().map(|j| (j, strips[j].1.clone())).collect::<Vec<_>>())
     };
+    // Blocks of a column and their thickness.
     let stack = |i: usize, j: usize| {
         let (floor, ceiling) = columns[j][i];
         let room = ceiling - floor;
-        if room < c - TOL { 0 } else { ((room + p.gap + TOL) / (c + p.gap)).floor() as u32 }
+        if room < c_min - TOL {
+            return (0, c);
+        }
+        match p.thickness {
+            Thickness::Fixed => (((room + p.gap + TOL) / (c + p.gap)).floor() as u32, c),
+            Thickness::Fit => {
+                let c_max = p.thickness_range[1] * c;
+                let n = ((room + p.gap) / (c_max + p.gap) - 1e-9).ceil().max(1.0);
+                let t = (room + p.gap) / n - p.gap;
+                if t < c_min - TOL { (0, c) } else { (n as u32, t) }
+            }
+        }
     };
-    // (i, j, bottom of the column, blocks)
-    let mut placed: Vec<(usize, usize, f64, u32)> = Vec::new();
+    // A column's value to the layout: its blocks, or with fitted thickness its height in
+    // mm (the volume in units of a b mm).
+    let value = |i: usize, j: usize| -> u64 {
+        let (n, t) = stack(i, j);
+        match p.thickness {
+            Thickness::Fixed => n as u64,
+            Thickness::Fit => (n as f64 * t * 1e3).round() as u64,
+        }
+    };
+    let mut placed: Vec<Stack> = Vec::new();
     if matches!(stacking, Stacking::Columns | Stacking::Best) {
-        let (_, rows) = layout(&stack);
+        let (_, rows) = layout(&value);
         for (j, is) in rows {
             for i in is {
-                placed.push((i, j, columns[j][i].0, stack(i, j)));
+                let (n, t) = stack(i, j);
+                placed.push(Stack { i, j, base: columns[j][i].0, n, t });
             }
         }
     }
@@ -209,7 +277,7 @@ pub fn pave(
         }
         let pitch = c + p.gap;
         let offsets = p.lattice.max(1);
-        let mut best: (u64, Vec<(usize, usize, f64, u32)>) = (0, Vec::new());
+        let mut best: (u64, Vec<Stack>) = (0, Vec::new());
         if zmin.is_finite() {
             for o in 0..offsets {
                 let z0 = zmin + o as f64 * pitch / offsets as f64;
@@ -220,12 +288,12 @@ pub fn pave(
                     let zl = z0 + k as f64 * pitch;
                     let fits = |i: usize, j: usize| {
                         let (f, cl) = columns[j][i];
-                        u32::from(f <= zl + TOL && cl >= zl + c - TOL)
+                        u64::from(f <= zl + TOL && cl >= zl + c - TOL)
                     };
                     let (n, rows) = layout(&fits);
                     total += n;
                     for (j, is) in rows {
-                        blocks.extend(is.into_iter().map(|i| (i, j, zl, 1)));
+                        blocks.extend(is.into_iter().map(|i| Stack { i, j, base: zl, n: 1, t: c }));
                     }
                 }
                 if total > best.0 {
@@ -233,26 +301,33 @@ pub fn pave(
                 }
             }
         }
-        let columns_total: u64 = placed.iter().map(|x| x.3 as u64).sum();
-        if best.0 > columns_total {
+        // Compared by volume (footprints are equal, so by the summed thickness).
+        let height = |x: &[Stack]| -> f64 { x.iter().map(|s| s.n as f64 * s.t).sum() };
+        if height(&best.1) > height(&placed) + TOL {
             placed = best.1;
         }
     }
     let q = UnitQuaternion::from_axis_angle(&Vector3::z_axis(), p.azimuth);
     let mut blocks = Vec::new();
-    let cap = p.max_blocks.unwrap_or(usize::MAX);
-    for (i, j, base, n) in placed {
-        let n = n.min(u32::try_from(cap - blocks.len()).unwrap_or(u32::MAX));
-        if n == 0 {
-            break;
-        }
+    let (mut volume, nominal) = (0.0, a * b * c);
+    let cap = p.max_volume.map_or(f64::INFINITY, |v| v + 0.5 * nominal);
+    'columns: for Stack { i, j, base, n, t } in placed {
         let ctr = centre(i, j);
+        let mut top = base;
         for k in 0..n {
-            let z = base + 0.5 * c + k as f64 * (c + p.gap);
-            blocks.push(Block::at_rest(p.size, [ctr[0], ctr[1], z], q));
+            if volume + a * b * t > cap {
+                if k > 0 {
+                    raise_floor(void, ctr, e1, e2, half, top);
+                }
+                break 'columns;
+            }
+            volume += a * b * t;
+            let z = base + 0.5 * t + k as f64 * (t + p.gap);
+            blocks.push(Block::at_rest([a, b, t], [ctr[0], ctr[1], z], q));
+            top = base + (k + 1) as f64 * (t + p.gap);
         }
         // Raise the floor of every touched cell to the top of this column.
-        raise_floor(void, ctr, e1, e2, half, base + n as f64 * (c + p.gap));
+        raise_floor(void, ctr, e1, e2, half, top);
     }
     blocks
 }

@@ -90,6 +90,72 @@ fn box_void_is_filled_exactly_by_blocks_that_divide_it() {
     }
 }
 
+#[test]
+fn fitted_thickness_fills_each_column_to_its_ceiling() {
+    // A 12 × 6 × 10 m box: blocks 4 × 3 × 4 m stack two to a column and leave 2 m under
+    // the ceiling; fitted, the two share the 10 m, 5 m each, and fill the box.
+    let grid = GridGeometry { x0: 0.0, y0: 0.0, cell: 1.0, nx: 40, ny: 30 };
+    let rect = [[5.0, 5.0], [17.0, 5.0], [17.0, 11.0], [5.0, 11.0]];
+    let (v, o) = make_void(grid, |_, _| 110.0, |_, _| 100.0, &rect);
+    let fixed = Config { size: [4.0, 3.0, 4.0], azimuth: Some(0.0), ..Config::default() };
+    let f = seed(&fixed, &v, Some(&o), Path::new("box"), &NoProgress).unwrap();
+    assert_eq!(f.summary.blocks, 12);
+    assert!((f.summary.fill_fraction - 0.8).abs() < 1e-12, "{}", f.summary.fill_fraction);
+    let fit = Config { thickness: talus_seed::pack::Thickness::Fit, ..fixed.clone() };
+    let s = seed(&fit, &v, Some(&o), Path::new("box"), &NoProgress).unwrap();
+    assert_eq!(s.summary.blocks, 12);
+    assert!((s.summary.fill_fraction - 1.0).abs() < 1e-12, "{}", s.summary.fill_fraction);
+    assert!(s.blocks.iter().all(|b| (b.size[2] - 5.0).abs() < 1e-12 && b.size[..2] == [4.0, 3.0]));
+    assert_eq!(s.summary.classes[0].thickness, [5.0, 5.0]);
+    assert_disjoint(&s.blocks);
+    assert_corners_inside(&s.blocks, &v, &o);
+    // Never thicker than c: three blocks of 10/3 m a column.
+    let thin = Config { thickness_range: [0.5, 1.0], ..fit.clone() };
+    let t = seed(&thin, &v, Some(&o), Path::new("box"), &NoProgress).unwrap();
+    assert_eq!(t.summary.blocks, 18);
+    assert!((t.summary.fill_fraction - 1.0).abs() < 1e-12, "{}", t.summary.fill_fraction);
+    assert!(t.blocks.iter().all(|b| (b.size[2] - 10.0 / 3.0).abs() < 1e-12));
+    assert_disjoint(&t.blocks);
+    assert_corners_inside(&t.blocks, &v, &o);
+    // A range that no column of 10 m can meet (blocks 4.4-4.8 m: two would be 5 m, three
+    // 3.3 m) leaves the box empty, and the stage says nothing fits. (With `best`, the
+    // levels, whose blocks keep c, would be kept instead.)
+    let none = Config {
+        thickness_range: [1.1, 1.2],
+        stacking: talus_seed::pack::Stacking::Columns,
+        ..fit.clone()
+    };
+    assert!(matches!(
+        seed(&none, &v, Some(&o), Path::new("box"), &NoProgress),
+        Err(Error::NothingFits { .. })
+    ));
+    for (range, min_inside) in [([0.0, 1.0], 1.0), ([1.0, 0.9], 1.0), ([1.0, 2.0], 0.5)] {
+        let bad = Config { thickness_range: range, min_inside, ..fit.clone() };
+        let e = seed(&bad, &v, Some(&o), Path::new("box"), &NoProgress).unwrap_err();
+        assert!(matches!(e, Error::Config(_)), "{range:?} {min_inside}: {e}");
+    }
+    // A share of the volume caps the class by volume: half the box is 360 m³, six blocks
+    // of 60 m³ (three columns, not six columns' lower blocks).
+    let half = Config {
+        sizes: Some(talus_seed::config::Sizes::Classes {
+            classes: vec![talus_seed::config::SizeClass {
+                size: [4.0, 3.0, 4.0],
+                volume_fraction: Some(0.5),
+            }],
+        }),
+        size: Config::default().size,
+        ..fit
+    };
+    let h = seed(&half, &v, Some(&o), Path::new("box"), &NoProgress).unwrap();
+    assert_eq!(h.summary.blocks, 6);
+    assert!((h.summary.seeded_volume - 360.0).abs() < 1e-9, "{}", h.summary.seeded_volume);
+    let mut columns: Vec<(i64, i64)> =
+        h.blocks.iter().map(|b| (b.centre[0].round() as i64, b.centre[1].round() as i64)).collect();
+    columns.sort();
+    columns.dedup();
+    assert_eq!(columns.len(), 3, "{columns:?}");
+}
+
 /// A cliff facing azimuth `face` (radians): post-event surface is a steep slope; the
 /// scar is an ellipse on it and the pre-event surface bulges out by up to `depth` m.
 pub(crate) fn cliff(face: f64, depth: f64) -> (Void, Outline) {
@@ -223,6 +289,7 @@ fn the_fitted_exponent_recovers_an_exact_power_law() {
         size: [v.cbrt(); 3],
         blocks,
         volume: v * blocks as f64,
+        thickness: [v.cbrt(); 2],
         volume_fraction_target: None,
     };
     let (n1, n2, n3) = (cumulative(1000.0), cumulative(100.0), cumulative(10.0));

@@ -164,6 +164,28 @@ fn a_curved_cliff_scar_is_filled_inside_both_surfaces_and_above_the_tin() {
     });
     assert!(into_tin, "the DoD's floor alone already clears the TIN: the test proves nothing");
     assert!(s.summary.fill_fraction > up.summary.fill_fraction);
+    // Fitted thickness: the same footprints reach their ceilings, so more is filled, every
+    // block still inside both surfaces and above the TIN, each c from the class's c to 2c
+    // (the default range).
+    let fit = Config { thickness: talus_seed::pack::Thickness::Fit, ..config.clone() };
+    let t = seed_above(&fit, &v, Some(&o), Some(&floor), Path::new("c"), &NoProgress).unwrap();
+    println!("fitted {}", t.summary);
+    assert!(t.summary.fill_fraction > s.summary.fill_fraction + 0.02);
+    assert_disjoint(&t.blocks);
+    assert_inside(&t.blocks, &v, &o);
+    for (k, b) in t.blocks.iter().enumerate() {
+        let c = [9.636, 4.5][b.class as usize];
+        assert!(
+            b.size[2] >= c - 1e-9 && b.size[2] <= 2.0 * c + 1e-9,
+            "block {k}: c = {}",
+            b.size[2]
+        );
+        for p in face_points(b) {
+            let z = tin.interpolate(p[0], p[1]).expect("the TIN covers the scar");
+            assert!(p[2] >= z + 0.01 - 1e-6, "block {k}: {p:?} below the TIN ({z})");
+        }
+    }
+    assert!(t.blocks.iter().any(|b| b.size[2] > 9.636 + 1.0), "no block was fitted thicker");
 }
 
 #[test]
