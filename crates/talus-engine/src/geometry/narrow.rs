@@ -33,11 +33,18 @@
 //!     box: contact at the vertex, normal = minus the outward normal of the box face of
 //!     least penetration (or from the vertex to the closest box point when outside);
 //!   - a sharp terrain edge crossing the box (clipped against the box grown by `tol`): the
-//!     box face of least penetration at the clipped segment's midpoint gives the normal;
-//!     contacts at the ends of the segment where the edge leaves the box through the sides
-//!     of that face (not at terrain vertices, which are vertex contacts, nor where the edge
-//!     merely rises out of the tolerance layer), gap = each end's signed distance to that
-//!     face. A ridge under a box face thus gives a line contact by its two ends.
+//!     clipped segment is tested against the box on the 3 face axes and the 3 box edge ×
+//!     segment axes, each turned from the box's centre towards the segment; the axis of
+//!     least penetration decides (an edge axis only when clearly better, as for two boxes):
+//!     - a face: contacts at the ends of the segment where the edge leaves the box through
+//!       the sides of that face (not at terrain vertices, which are vertex contacts, nor
+//!       where the edge merely rises out of the tolerance layer), gap = each end's signed
+//!       distance to that face. A ridge under a box face thus gives a line contact by its
+//!       two ends;
+//!     - an edge (a ridge crossing a box edge, as under a block resting on its edge): one
+//!       contact at the midpoint of the closest points of the ridge and that box edge,
+//!       normal = their cross product, gap = minus the penetration along it. A face's
+//!       normal there would let the box sink across the ridge unopposed.
 
 use nalgebra::{Matrix3, Vector3};
 
@@ -400,8 +407,46 @@ pub fn box_tin(b: &Block, tin: &TinCollider, tris: &[u32], tol: f64, out: &mut V
         let (q0, q1) = (o.local(&p0), o.local(&p1));
         let Some((s0, s1, _, _)) = clip_segment(&q0, &q1, &o.h.add_scalar(tol)) else { continue };
         let at = |s: f64| q0 + (q1 - q0) * s;
-        let mid = at((s0 + s1) / 2.0);
-        let k = (mid.abs() - o.h).imax();
+        let (c0, c1) = (at(s0), at(s1));
+        let mid = (c0 + c1) / 2.0;
+        // SAT of the clipped segment against the box, each axis turned from the box's
+        // centre towards the segment: the depth is how far the box must move against the
+        // axis to clear the segment. Face axes first, then the three edge × segment axes.
+        let depth =
+            |n: &V3| (0..3).map(|m| o.h[m] * n[m].abs()).sum::<f64>() - c0.dot(n).min(c1.dot(n));
+        let face_axis = |k: usize| {
+            let mut n = V3::zeros();
+            n[k] = mid[k].signum_or_one();
+            n
+        };
+        let (k, face_depth) = (0..3)
+            .map(|k| (k, depth(&face_axis(k))))
+            .fold((0, f64::INFINITY), |b, x| if x.1 < b.1 { x } else { b });
+        let d = q1 - q0;
+        let mut edge_axis: Option<(usize, V3, f64)> = None;
+        for i in 0..3 {
+            let mut e_i = V3::zeros();
+            e_i[i] = 1.0;
+            let c = d.cross(&e_i);
+            let len = c.norm();
+            if len <= MIN_CROSS * d.norm() {
+                continue;
+            }
+            let n = if mid.dot(&c) < 0.0 { -c / len } else { c / len };
+            let dn = depth(&n);
+            if edge_axis.is_none_or(|b| dn < b.2) {
+                edge_axis = Some((i, n, dn));
+            }
+        }
+        // As for two boxes, an edge axis must beat the faces by a margin.
+        if let Some((i, n, dn)) = edge_axis
+            && -dn > -face_depth + EDGE_BIAS_REL * face_depth.abs() + eps
+        {
+            if -dn <= tol {
+                out.push((edge.triangle, segment_box_edge(&o, &c0, &c1, i, &n, dn)));
+            }
+            continue;
+        }
         let side = mid[k].signum_or_one();
         let normal = -(o.axis(k) * side);
         // Ends where the edge leaves through a side of face k (not through the tolerance
@@ -424,6 +469,34 @@ pub fn box_tin(b: &Block, tin: &TinCollider, tris: &[u32], tol: f64, out: &mut V
             }
         }
     }
+}
+
+/// The contact of a terrain segment [c0, c1] (box frame) crossing the box edge parallel to
+/// axis `i` on the side of the unit axis `n` (from the box's centre towards the segment),
+/// `depth` deep along it: at the midpoint of the closest points of the segment and that
+/// edge, normal −n (from the terrain into the box) in the world frame.
+fn segment_box_edge(o: &Obb, c0: &V3, c1: &V3, i: usize, n: &V3, depth: f64) -> Touch {
+    let mut pe = V3::zeros();
+    for m in 0..3 {
+        if m != i {
+            pe[m] = o.h[m] * n[m].signum_or_one();
+        }
+    }
+    let mut de = V3::zeros();
+    de[i] = 1.0;
+    // Closest points of c0 + s (c1 − c0), s ∈ [0, 1], and pe + t de, t ∈ [−h_i, h_i].
+    let ds = c1 - c0;
+    let r = c0 - pe;
+    let (a, b, c) = (ds.dot(&ds), ds.dot(&de), ds.dot(&r));
+    let f = de.dot(&r);
+    let denom = a - b * b;
+    let mut s = if denom > 1e-12 * a { ((b * f - c) / denom).clamp(0.0, 1.0) } else { 0.0 };
+    let t = (b * s + f).clamp(-o.h[i], o.h[i]);
+    if a > 0.0 {
+        s = ((t * b - c) / a).clamp(0.0, 1.0);
+    }
+    let point = (c0 + ds * s + pe + de * t) / 2.0;
+    Touch { point: o.world(&point), normal: -(o.r * n), gap: -depth }
 }
 
 /// Parameter interval [s0, s1] ⊂ [0, 1] of the segment q0→q1 inside the box |q| ≤ h,

@@ -409,6 +409,29 @@ fn box_lying_on_a_ridge_touches_along_the_ridge() {
 }
 
 #[test]
+fn box_edge_across_a_ridge_is_an_edge_contact() {
+    // A box turned 45° about x rests on its lowest edge (along x), d below the ridge of
+    // the roof (along y at x = 0, z = 0): the two edges cross at (0, 0.3, 0). The one
+    // contact is there, normal up (the cross product of the two edges), gap −d: the
+    // penetration along it. (The face of least penetration would give the 45° normal of
+    // one of the box's lower faces and a gap of −√2 d at the far end of the chord.)
+    let tin = ridge();
+    let d = 0.004;
+    let h = std::f64::consts::FRAC_1_SQRT_2;
+    for turn in [0.0, 0.4] {
+        let rot = UnitQuaternion::from_euler_angles(0.0, 0.0, turn)
+            * UnitQuaternion::from_euler_angles(std::f64::consts::FRAC_PI_4, 0.0, 0.0);
+        let b = block(0, [2.0, 1.0, 1.0], v(0.0, 0.3, h - d), rot);
+        let cs = run(&[b], &Statics { tin: Some(tin.clone()), planes: vec![] });
+        assert_eq!(cs.len(), 1, "{cs:?}");
+        let c = &cs[0];
+        assert_close(&c.normal, &V3::z(), 1e-12);
+        assert!((c.gap + d).abs() < 1e-12, "{}", c.gap);
+        assert_close(&c.point, &v(0.0, 0.3, -0.5 * d), 1e-12);
+    }
+}
+
+#[test]
 fn terrain_peak_poking_a_face_is_a_vertex_contact() {
     // A pyramid whose apex (0, 0, 1) pokes into the bottom face of a wide box.
     let vs = vec![
