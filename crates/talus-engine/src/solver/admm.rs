@@ -98,8 +98,10 @@ impl Anderson {
     }
 
     /// Record f = g − u and g; write the next input into `out` (g itself when there is no
-    /// history or the least-squares problem is singular).
-    fn step(&mut self, f: Vec<f64>, g: Vec<f64>, out: &mut [f64]) {
+    /// history or the least-squares problem is singular). Returns the previous step's
+    /// (f, g), whose buffers the caller may reuse.
+    fn step(&mut self, f: Vec<f64>, g: Vec<f64>, out: &mut [f64]) -> Option<(Vec<f64>, Vec<f64>)> {
+        let mut spent = None;
         let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
         if let Some((f0, g0)) = self.last.take() {
             let mem = ANDERSON_MEMORY;
@@ -120,6 +122,7 @@ impl Anderson {
                 self.df.push_back(f.iter().zip(&f0).map(|(x, y)| x - y).collect());
                 self.dg.push_back(g.iter().zip(&g0).map(|(x, y)| x - y).collect());
             }
+            spent = Some((f0, g0));
             let k = self.df.len();
             let new = &self.df[k - 1];
             for i in 0..k {
@@ -149,6 +152,7 @@ impl Anderson {
             }
         }
         self.last = Some((f, g));
+        spent
     }
 }
 
@@ -339,6 +343,11 @@ pub fn solve(
     let mut last_adapt = 0;
     let mut rhs_z = vec![0.0; m];
     let mut v = vec![0.0; m];
+    // Buffers reused by every iteration: Cᵀ(...) + p and its solve, C x, and Anderson's
+    // (f, g) of two steps back.
+    let mut rhs = vec![0.0; n];
+    let mut cx = vec![0.0; m];
+    let mut spare: Option<(Vec<f64>, Vec<f64>)> = None;
     let mut it = 0;
     let mut factorisations = 0u32;
     let mut failed = false;
@@ -349,7 +358,7 @@ pub fn solve(
         {
             *t = zk + rk * (sk + pk);
         }
-        let mut rhs = qp.ct_mul(&rhs_z);
+        qp.ct_mul_into(&rhs_z, &mut rhs);
         for (a, p) in rhs.iter_mut().zip(&qp.p) {
             *a += p;
         }
@@ -360,9 +369,9 @@ pub fn solve(
             failed = true;
             break;
         }
-        x = rhs;
+        std::mem::swap(&mut x, &mut rhs);
         // s- and z-updates.
-        let cx = qp.c_mul(&x);
+        qp.c_mul_into(&x, &mut cx);
         for k in 0..m {
             let w = ALPHA * (cx[k] - qp.r[k]) + (1.0 - ALPHA) * si[k];
             v[k] = w - zi[k] / rho[k];
@@ -375,8 +384,9 @@ pub fn solve(
         // Anderson acceleration of the map (s, z) → (s⁺, z⁺), in the coordinates
         // (√ρ s, z/√ρ) where both parts have one scale.
         if anderson {
-            let mut g = vec![0.0; 2 * m];
-            let mut f = vec![0.0; 2 * m];
+            // Every entry is written below.
+            let (mut f, mut g) =
+                spare.take().unwrap_or_else(|| (vec![0.0; 2 * m], vec![0.0; 2 * m]));
             for k in 0..m {
                 let r = sqrt_rho[k];
                 g[k] = r * s[k];
@@ -389,7 +399,7 @@ pub fn solve(
                 aa.clear();
             }
             best_f = best_f.min(fnorm);
-            aa.step(f, g, &mut input);
+            spare = aa.step(f, g, &mut input);
             for k in 0..m {
                 let r = sqrt_rho[k];
                 s_acc[k] = input[k] / r;

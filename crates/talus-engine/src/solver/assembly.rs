@@ -210,20 +210,34 @@ impl Qp {
     /// C x.
     pub fn c_mul(&self, x: &[f64]) -> Vec<f64> {
         let mut y = vec![0.0; self.c.m];
-        match self.row_blocks() {
-            Some(rows) => rows.mul(&x[..self.c.n], &mut y),
-            None => csc_mul(&self.c, x, &mut y),
-        }
+        self.c_mul_into(x, &mut y);
         y
+    }
+    /// y = C x into a buffer of m entries (overwritten).
+    pub fn c_mul_into(&self, x: &[f64], y: &mut [f64]) {
+        match self.row_blocks() {
+            Some(rows) => rows.mul(&x[..self.c.n], y),
+            None => {
+                y.fill(0.0);
+                csc_mul(&self.c, x, y)
+            }
+        }
     }
     /// Cᵀ λ.
     pub fn ct_mul(&self, lambda: &[f64]) -> Vec<f64> {
         let mut y = vec![0.0; self.c.n];
-        match self.row_blocks() {
-            Some(rows) => rows.mul_transpose(&lambda[..self.c.m], &mut y),
-            None => csc_mul_transpose(&self.c, lambda, &mut y),
-        }
+        self.ct_mul_into(lambda, &mut y);
         y
+    }
+    /// y = Cᵀ λ into a buffer of n entries (overwritten).
+    pub fn ct_mul_into(&self, lambda: &[f64], y: &mut [f64]) {
+        match self.row_blocks() {
+            Some(rows) => rows.mul_transpose(&lambda[..self.c.m], y),
+            None => {
+                y.fill(0.0);
+                csc_mul_transpose(&self.c, lambda, y)
+            }
+        }
     }
 }
 
