@@ -454,7 +454,7 @@ pub fn box_tin(b: &Block, tin: &TinCollider, tris: &[u32], tol: f64, out: &mut V
         let mut hk = o.h;
         hk[k] += tol;
         let Some((s0, s1, a0, a1)) = clip_segment(&q0, &q1, &hk) else { continue };
-        let len = (q1 - q0).norm();
+        let len = d.norm();
         let mut ends = vec![];
         if a0.is_some_and(|a| a != k) {
             ends.push(at(s0));

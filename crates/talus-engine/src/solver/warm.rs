@@ -294,9 +294,8 @@ struct BlockK {
 /// factorised by faer's scalar sparse Cholesky (which picks its supernodal method for such
 /// factors, with dense kernels) instead of by blocks. Measured: the default site's largest
 /// islands are at 18-421 (the blocks took its solves from 3.2-4.1 s to 2.4-3.0 s on 100
-/// steps), a
-/// packed heap of 1000 blocks at 8584 (the blocks took 7.4-14.4 s a step against faer's
-/// 6.1-11.9 s).
+/// steps), a packed heap of 1000 blocks at 8584 (the blocks took 7.4-14.4 s a step against
+/// faer's 6.1-11.9 s).
 const BLOCK_WORK_MAX: f64 = 2000.0;
 
 /// K in faer's compressed columns (upper triangle, the bodies' order, each body's six

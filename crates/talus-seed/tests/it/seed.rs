@@ -75,11 +75,16 @@ fn assert_corners_inside(blocks: &[Block], v: &Void, o: &Outline) {
     }
 }
 
-#[test]
-fn box_void_is_filled_exactly_by_blocks_that_divide_it() {
+/// A 12 × 6 × 10 m box-shaped void (x 5-17 m, y 5-11 m, z 100-110 m) on 1 m cells.
+fn box_void() -> (Void, Outline) {
     let grid = GridGeometry { x0: 0.0, y0: 0.0, cell: 1.0, nx: 40, ny: 30 };
     let rect = [[5.0, 5.0], [17.0, 5.0], [17.0, 11.0], [5.0, 11.0]];
-    let (v, o) = make_void(grid, |_, _| 110.0, |_, _| 100.0, &rect);
+    make_void(grid, |_, _| 110.0, |_, _| 100.0, &rect)
+}
+
+#[test]
+fn box_void_is_filled_exactly_by_blocks_that_divide_it() {
+    let (v, o) = box_void();
     assert_eq!(v.volume(), 12.0 * 6.0 * 10.0);
     for (size, az) in [([4.0, 3.0, 5.0], 0.0), ([3.0, 4.0, 5.0], 90.0), ([2.0, 6.0, 2.5], 0.0)] {
         let config = Config { size, azimuth: Some(az), ..Config::default() };
@@ -94,9 +99,7 @@ fn box_void_is_filled_exactly_by_blocks_that_divide_it() {
 fn fitted_thickness_fills_each_column_to_its_ceiling() {
     // A 12 × 6 × 10 m box: blocks 4 × 3 × 4 m stack two to a column and leave 2 m under
     // the ceiling; fitted, the two share the 10 m, 5 m each, and fill the box.
-    let grid = GridGeometry { x0: 0.0, y0: 0.0, cell: 1.0, nx: 40, ny: 30 };
-    let rect = [[5.0, 5.0], [17.0, 5.0], [17.0, 11.0], [5.0, 11.0]];
-    let (v, o) = make_void(grid, |_, _| 110.0, |_, _| 100.0, &rect);
+    let (v, o) = box_void();
     let fixed = Config { size: [4.0, 3.0, 4.0], azimuth: Some(0.0), ..Config::default() };
     let f = seed(&fixed, &v, Some(&o), Path::new("box"), &NoProgress).unwrap();
     assert_eq!(f.summary.blocks, 12);
