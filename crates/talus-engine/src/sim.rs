@@ -6,8 +6,12 @@ use crate::config::{Config, ConfigError, SeparationMethod};
 use crate::geometry::colliders::Statics;
 use crate::geometry::contact::{Contact, Other};
 use crate::geometry::detect::{DetectParams, DetectTimings, detect};
+use crate::solver::assembly::{JumpBody, JumpContact};
 use crate::solver::warm::WarmStart;
-use crate::step::{Correction, FailedQp, JumpReport, KappaLaw, StepParams, step_with_friction};
+use crate::step::{
+    Correction, FailedQp, JumpReport, KappaLaw, StepParams, position_correction, step_with_friction,
+};
+use nalgebra::{Matrix3, UnitQuaternion, Vector3};
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -136,6 +140,10 @@ impl Simulation {
                     slop: config.separation.slop,
                     iterations: config.separation.iterations,
                 },
+                SeparationMethod::PositionAfterMotion => Correction::AfterMotion {
+                    slop: config.separation.slop,
+                    iterations: config.separation.iterations,
+                },
                 SeparationMethod::Velocity => Correction::Velocity,
             },
             rotation: config.rotation,
@@ -241,13 +249,27 @@ impl Simulation {
     pub fn advance(&mut self) -> (Energies, Diagnostics) {
         let mut timings = DetectTimings::default();
         let contacts = self.detect(&mut timings);
-        let jump = step_with_friction(
+        let mut jump = step_with_friction(
             &self.params,
             &self.config.friction,
             &mut self.blocks,
             &contacts,
             &mut self.warm,
         );
+        if let Correction::AfterMotion { slop, iterations } = self.params.correction {
+            let mut after = DetectTimings::default();
+            let contacts = self.detect(&mut after);
+            timings.broad += after.broad;
+            timings.narrow += after.narrow;
+            jump.separation_work += correct_after_motion(
+                &mut self.blocks,
+                &contacts,
+                self.params.beta,
+                slop,
+                iterations,
+                self.params.gravity,
+            );
+        }
         self.step += 1;
         self.totals.dissipated += jump.dissipated;
         self.totals.gravity_work += jump.gravity_work;
@@ -279,6 +301,87 @@ impl Simulation {
     pub fn failed(d: &Diagnostics) -> &[FailedQp] {
         &d.jump.failed
     }
+}
+
+/// Position post-stabilisation on the contacts detected after the motion
+/// ([`SeparationMethod::PositionAfterMotion`]): the blocks are moved out of β(−δ − slop) of
+/// every penetration δ < −slop by [`position_correction`] on all contacts at once, swept
+/// in the order of the pairs' block ids (so that the result does not depend on the order
+/// of the blocks). Velocities are unchanged, angular velocities turned with their blocks.
+/// Returns the work done against gravity (the step's `separation_work`), J.
+fn correct_after_motion(
+    blocks: &mut [Block],
+    contacts: &[Contact],
+    beta: f64,
+    slop: f64,
+    iterations: u32,
+    gravity: f64,
+) -> f64 {
+    if !contacts.iter().any(|c| c.gap < -slop) {
+        return 0.0;
+    }
+    let bodies: Vec<JumpBody> = blocks
+        .iter()
+        .map(|b| {
+            let r = b.rot.to_rotation_matrix();
+            JumpBody {
+                mass: b.mass,
+                inertia: r.matrix() * Matrix3::from_diagonal(&b.inertia) * r.matrix().transpose(),
+                pos: b.pos,
+                vel: b.vel,
+                omega: b.omega,
+            }
+        })
+        .collect();
+    let jc: Vec<JumpContact> = contacts
+        .iter()
+        .map(|c| JumpContact {
+            i: c.i,
+            j: match c.other {
+                Other::Block(j) => Some(j),
+                _ => None,
+            },
+            point: c.point,
+            normal: c.normal,
+            kappa_n: 0.0,
+            kappa_t: 0.0,
+            separation: 0.0,
+        })
+        .collect();
+    let target: Vec<f64> = contacts.iter().map(|c| beta * (-c.gap - slop)).collect();
+    // A pair is the same whichever block the detection made i.
+    let key = |c: &Contact| match c.other {
+        Other::Block(j) => {
+            let (a, b) = (blocks[c.i].id, blocks[j].id);
+            (0u8, a.min(b) as u64, a.max(b) as u64)
+        }
+        Other::Terrain(t) => (1, blocks[c.i].id as u64, t as u64),
+        Other::Plane(k) => (2, blocks[c.i].id as u64, k as u64),
+    };
+    let mut order: Vec<usize> = (0..contacts.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (p, q) = (&contacts[a].point, &contacts[b].point);
+        key(&contacts[a])
+            .cmp(&key(&contacts[b]))
+            .then(p.x.total_cmp(&q.x))
+            .then(p.y.total_cmp(&q.y))
+            .then(p.z.total_cmp(&q.z))
+    });
+    let dq = position_correction(&bodies, &jc, &target, &order, iterations);
+    let mut lift = 0.0;
+    for (b, (dp, dtheta)) in blocks.iter_mut().zip(dq) {
+        if !b.active || (dp == Vector3::zeros() && dtheta == Vector3::zeros()) {
+            continue;
+        }
+        b.pos += dp;
+        if dtheta != Vector3::zeros() {
+            let turn = UnitQuaternion::from_scaled_axis(dtheta);
+            b.rot = turn * b.rot;
+            b.omega = turn * b.omega;
+        }
+        lift += b.mass * gravity * dp.z;
+    }
+    lift
 }
 
 /// Wall-clock helper for the phases measured outside the step.

@@ -90,6 +90,9 @@ pub enum Correction {
     /// gaps predicted at the end of the step, times β, removed by the mass-weighted
     /// smallest displacement (`iterations` projected Gauss–Seidel sweeps).
     Position { slop: f64, iterations: u32 },
+    /// The same on the gaps detected after the motion: done by the caller once the blocks
+    /// have moved ([`crate::sim::Simulation::advance`]); the step itself corrects nothing.
+    AfterMotion { slop: f64, iterations: u32 },
 }
 
 /// A QP that was not solved, kept for the dump.
@@ -563,7 +566,7 @@ pub fn step_with_friction(
                     });
                     position_correction(bodies, jc, &target, &order, iterations)
                 }
-                Correction::Velocity => Vec::new(),
+                Correction::Velocity | Correction::AfterMotion { .. } => Vec::new(),
             };
             let x = &outcome.x;
             let mut u = vec![0.0; x.len()];

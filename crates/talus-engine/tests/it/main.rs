@@ -2,6 +2,7 @@
 
 mod common;
 mod contacts;
+mod correction;
 mod dense;
 mod dissipation;
 mod driver;
