@@ -28,12 +28,11 @@
 //! adapted (with a new factorisation) when the square root of the ratio of the primal and
 //! stationarity residuals leaves [½, 2], as OSQP does. (On 150 steps of the default site's
 //! resting deposit, where the primal residual lags, the solves took 15.7-16.8 s against
-//! 25.1 s with σ = 1 and a factor 5.) There is no Anderson acceleration: since the factor
-//! went to 6 × 6 blocks (session 19) an accelerated iteration cost more than the
-//! iterations it saved at every tolerance measured (session 21, docs/solver.md). The
-//! iteration starts from the previous step's percussions matched by contact identity (z), with
-//! s = Π_K(Cx₀ − r) at x₀ = (2M)⁻¹(p + Cᵀz): when they are the answer, the first iteration
-//! returns it.
+//! 25.1 s with σ = 1 and a factor 5, both without Anderson acceleration.) Anderson
+//! acceleration of the (s, z) map is used below a tolerance of 1e-4 only, from the 100th
+//! iteration of a solve. The iteration starts from the previous step's percussions matched
+//! by contact identity (z), with s = Π_K(Cx₀ − r) at x₀ = (2M)⁻¹(p + Cᵀz): when they are
+//! the answer, the first iteration returns it.
 //!
 //! # Certificate
 //!
@@ -47,7 +46,8 @@ use crate::solver::friction::ConeQp;
 use crate::solver::nlgs::{ContactImpulse, ContactSolution};
 use crate::solver::warm::{DENSE_FACTOR_MAX, Factor};
 use clarabel::solver::SupportedConeT;
-use nalgebra::{Matrix3, Vector3};
+use nalgebra::{DMatrix, DVector, Matrix3, Vector3};
+use std::collections::VecDeque;
 
 /// Over-relaxation α.
 const ALPHA: f64 = 1.6;
@@ -59,6 +59,110 @@ const SIGMA_RANGE: (f64, f64) = (1e-6, 1e6);
 /// and iterations between two adaptations.
 const ADAPT_RATIO: f64 = 2.0;
 const ADAPT_EVERY: u32 = 20;
+/// Iterates remembered by the Anderson acceleration (0: none).
+const ANDERSON_MEMORY: usize = 5;
+/// Anderson acceleration is used only for tolerances below this: each accelerated
+/// iteration costs about twice a plain one, which pays at 1e-6 (thesis heap N = 1000,
+/// μ = 0.5: 86 s with it, 99 s without) and not at 1e-3 (default site: 165 s with it, 114 s
+/// without; the heap at 1e-3 and 1e-4 is the same either way).
+const ANDERSON_BELOW: f64 = 1e-4;
+/// ... and only once a solve has done this many plain iterations: most islands are
+/// certified before, where an accelerated iteration costs more than it saves, while the
+/// packed heap's one island needs it (session 21, docs/benchmarks.md: thesis heap
+/// N = 1000, μ = 0.5 at 1e-6 37.4 s against 43.2 s with it from the start, 36.9 s without
+/// it; packed heap of 1000 blocks 9.9 s a step either way, against 24–26 s without it, its
+/// solves missing their budget).
+const ANDERSON_AFTER: u32 = 100;
+
+/// Type-II Anderson acceleration of a fixed-point map u → g(u) (Walker & Ni 2011): the
+/// next input is the combination of the last g's whose residuals' combination is least,
+/// from the differences of the last `ANDERSON_MEMORY` + 1 iterates, kept with their Gram
+/// matrix so that an update costs O((3 × memory + 2) × len).
+struct Anderson {
+    /// Last (f, g).
+    last: Option<(Vec<f64>, Vec<f64>)>,
+    /// Differences Δf, Δg of consecutive iterates, oldest first.
+    df: VecDeque<Vec<f64>>,
+    dg: VecDeque<Vec<f64>>,
+    /// Gram matrix of the Δf's (row-major, ANDERSON_MEMORY²).
+    gram: Vec<f64>,
+}
+
+impl Anderson {
+    fn new() -> Self {
+        Anderson {
+            last: None,
+            df: VecDeque::new(),
+            dg: VecDeque::new(),
+            gram: vec![0.0; ANDERSON_MEMORY * ANDERSON_MEMORY],
+        }
+    }
+
+    fn clear(&mut self) {
+        self.last = None;
+        self.df.clear();
+        self.dg.clear();
+    }
+
+    /// Record f = g − u and g; write the next input into `out` (g itself when there is no
+    /// history or the least-squares problem is singular). Returns the previous step's
+    /// (f, g), whose buffers the caller may reuse.
+    fn step(&mut self, f: Vec<f64>, g: Vec<f64>, out: &mut [f64]) -> Option<(Vec<f64>, Vec<f64>)> {
+        let mut spent = None;
+        let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
+        if let Some((f0, g0)) = self.last.take() {
+            let mem = ANDERSON_MEMORY;
+            if self.df.len() == mem {
+                let (mut a, mut b) = (self.df.pop_front().unwrap(), self.dg.pop_front().unwrap());
+                // Shift the Gram matrix up-left by one.
+                for i in 0..mem - 1 {
+                    for j in 0..mem - 1 {
+                        self.gram[i * mem + j] = self.gram[(i + 1) * mem + j + 1];
+                    }
+                }
+                // Reuse the buffers.
+                a.iter_mut().zip(f.iter().zip(&f0)).for_each(|(d, (x, y))| *d = x - y);
+                b.iter_mut().zip(g.iter().zip(&g0)).for_each(|(d, (x, y))| *d = x - y);
+                self.df.push_back(a);
+                self.dg.push_back(b);
+            } else {
+                self.df.push_back(f.iter().zip(&f0).map(|(x, y)| x - y).collect());
+                self.dg.push_back(g.iter().zip(&g0).map(|(x, y)| x - y).collect());
+            }
+            spent = Some((f0, g0));
+            let k = self.df.len();
+            let new = &self.df[k - 1];
+            for i in 0..k {
+                let d = dot(&self.df[i], new);
+                self.gram[i * mem + k - 1] = d;
+                self.gram[(k - 1) * mem + i] = d;
+            }
+        }
+        let k = self.df.len();
+        out.copy_from_slice(&g);
+        if k > 0 {
+            let mem = ANDERSON_MEMORY;
+            let mut a = DMatrix::<f64>::from_fn(k, k, |i, j| self.gram[i * mem + j]);
+            let b = DVector::<f64>::from_fn(k, |i, _| dot(&self.df[i], &f));
+            let reg = 1e-10 * (0..k).map(|i| a[(i, i)]).fold(0.0, f64::max) + f64::MIN_POSITIVE;
+            for i in 0..k {
+                a[(i, i)] += reg;
+            }
+            if let Some(ch) = a.cholesky() {
+                let gamma = ch.solve(&b);
+                if gamma.iter().all(|v| v.is_finite()) {
+                    for (i, dg) in self.dg.iter().enumerate() {
+                        let gi = gamma[i];
+                        out.iter_mut().zip(dg).for_each(|(o, d)| *o -= gi * d);
+                    }
+                }
+            }
+        }
+        self.last = Some((f, g));
+        spent
+    }
+}
+
 /// The outcome of a solve.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AdmmOutcome {
@@ -178,6 +282,8 @@ pub fn solve(
     let Some(mut factor) = Factor::new(qp, DENSE_FACTOR_MAX) else { return out };
     let inv_mass = factor.inv_mass().to_vec();
     let mut sigma = SIGMA_START;
+    let accelerate = ANDERSON_MEMORY > 0 && tolerance < ANDERSON_BELOW;
+    let mut anderson = false;
     let mut rho = penalties(&cq.cones, &inv_mass, sigma);
     factor.set_rho(rho.clone());
     let active = vec![true; m];
@@ -225,20 +331,45 @@ pub fn solve(
     let mut s: Vec<f64> = qp.c_mul(&x).iter().zip(&qp.r).map(|(a, b)| a - b).collect();
     project(&cq.cones, &mut s);
 
+    let mut s_acc = s.clone();
+    let mut z_acc = z.clone();
+    let encode = |s: &[f64], z: &[f64], rho: &[f64]| -> Vec<f64> {
+        let mut u = vec![0.0; 2 * m];
+        for k in 0..m {
+            let r = rho[k].sqrt();
+            u[k] = r * s[k];
+            u[m + k] = z[k] / r;
+        }
+        u
+    };
+    let mut sqrt_rho: Vec<f64> = rho.iter().map(|r| r.sqrt()).collect();
+    let mut input = encode(&s, &z, &rho);
+    let mut aa = Anderson::new();
+    let mut best_f = f64::INFINITY;
     let mut certificate = unsolved;
     let mut next_check = 1;
     let mut last_adapt = 0;
     let mut rhs_z = vec![0.0; m];
     let mut v = vec![0.0; m];
-    // Buffers reused by every iteration: Cᵀ(...) + p and its solve, and C x.
+    // Buffers reused by every iteration: Cᵀ(...) + p and its solve, C x, and Anderson's
+    // (f, g) of two steps back.
     let mut rhs = vec![0.0; n];
     let mut cx = vec![0.0; m];
+    let mut spare: Option<(Vec<f64>, Vec<f64>)> = None;
     let mut it = 0;
     let mut factorisations = 0u32;
     let mut failed = false;
     while it < max_iterations {
         // x-update.
-        for ((t, zk), ((rk, sk), pk)) in rhs_z.iter_mut().zip(&z).zip(rho.iter().zip(&s).zip(&qp.r))
+        if accelerate && !anderson && it >= ANDERSON_AFTER {
+            // Switch the acceleration on, from the current iterate.
+            anderson = true;
+            s_acc.copy_from_slice(&s);
+            z_acc.copy_from_slice(&z);
+            input = encode(&s, &z, &rho);
+        }
+        let (zi, si) = if anderson { (&z_acc, &s_acc) } else { (&z, &s) };
+        for ((t, zk), ((rk, sk), pk)) in rhs_z.iter_mut().zip(zi).zip(rho.iter().zip(si).zip(&qp.r))
         {
             *t = zk + rk * (sk + pk);
         }
@@ -257,13 +388,38 @@ pub fn solve(
         // s- and z-updates.
         qp.c_mul_into(&x, &mut cx);
         for k in 0..m {
-            let w = ALPHA * (cx[k] - qp.r[k]) + (1.0 - ALPHA) * s[k];
-            v[k] = w - z[k] / rho[k];
+            let w = ALPHA * (cx[k] - qp.r[k]) + (1.0 - ALPHA) * si[k];
+            v[k] = w - zi[k] / rho[k];
         }
         s.copy_from_slice(&v);
         project(&cq.cones, &mut s);
         for k in 0..m {
             z[k] = rho[k] * (s[k] - v[k]);
+        }
+        // Anderson acceleration of the map (s, z) → (s⁺, z⁺), in the coordinates
+        // (√ρ s, z/√ρ) where both parts have one scale.
+        if anderson {
+            // Every entry is written below.
+            let (mut f, mut g) =
+                spare.take().unwrap_or_else(|| (vec![0.0; 2 * m], vec![0.0; 2 * m]));
+            for k in 0..m {
+                let r = sqrt_rho[k];
+                g[k] = r * s[k];
+                g[m + k] = z[k] / r;
+                f[k] = g[k] - input[k];
+                f[m + k] = g[m + k] - input[m + k];
+            }
+            let fnorm = f.iter().map(|a| a * a).sum::<f64>().sqrt();
+            if fnorm > 10.0 * best_f {
+                aa.clear();
+            }
+            best_f = best_f.min(fnorm);
+            spare = aa.step(f, g, &mut input);
+            for k in 0..m {
+                let r = sqrt_rho[k];
+                s_acc[k] = input[k] / r;
+                z_acc[k] = input[m + k] * r;
+            }
         }
         it += 1;
         if it == next_check || it == max_iterations {
@@ -283,7 +439,13 @@ pub fn solve(
                         sigma = new;
                         rho = penalties(&cq.cones, &inv_mass, sigma);
                         factor.set_rho(rho.clone());
+                        sqrt_rho = rho.iter().map(|r| r.sqrt()).collect();
                         last_adapt = it;
+                        aa.clear();
+                        best_f = f64::INFINITY;
+                        s_acc.copy_from_slice(&s);
+                        z_acc.copy_from_slice(&z);
+                        input = encode(&s, &z, &rho);
                     }
                 }
             }
