@@ -7,11 +7,12 @@ use crate::geometry::colliders::Statics;
 use crate::geometry::contact::{Contact, Other};
 use crate::geometry::detect::{DetectParams, DetectTimings, detect};
 use crate::solver::assembly::{JumpBody, JumpContact};
+use crate::solver::warm::ContactKey;
 use crate::solver::warm::WarmStart;
 use crate::step::{
-    Correction, FailedQp, JumpReport, KappaLaw, StepParams, position_correction, step_with_friction,
+    Correction, FailedQp, JumpReport, KappaLaw, StepParams, contact_key, correction_order, move_by,
+    position_correction, step_with_friction,
 };
-use nalgebra::{Matrix3, UnitQuaternion, Vector3};
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -305,9 +306,9 @@ impl Simulation {
 
 /// Position post-stabilisation on the contacts detected after the motion
 /// ([`SeparationMethod::PositionAfterMotion`]): the blocks are moved out of β(−δ − slop) of
-/// every penetration δ < −slop by [`position_correction`] on all contacts at once, swept
-/// in the order of the pairs' block ids (so that the result does not depend on the order
-/// of the blocks). Velocities are unchanged, angular velocities turned with their blocks.
+/// every penetration δ < −slop by [`position_correction`] on all contacts at once, swept in
+/// [`correction_order`]. Velocities are unchanged, angular velocities turned with their
+/// blocks.
 /// Returns the work done against gravity (the step's `separation_work`), J.
 fn correct_after_motion(
     blocks: &mut [Block],
@@ -322,15 +323,12 @@ fn correct_after_motion(
     }
     let bodies: Vec<JumpBody> = blocks
         .iter()
-        .map(|b| {
-            let r = b.rot.to_rotation_matrix();
-            JumpBody {
-                mass: b.mass,
-                inertia: r.matrix() * Matrix3::from_diagonal(&b.inertia) * r.matrix().transpose(),
-                pos: b.pos,
-                vel: b.vel,
-                omega: b.omega,
-            }
+        .map(|b| JumpBody {
+            mass: b.mass,
+            inertia: b.world_inertia(),
+            pos: b.pos,
+            vel: b.vel,
+            omega: b.omega,
         })
         .collect();
     let jc: Vec<JumpContact> = contacts
@@ -349,39 +347,15 @@ fn correct_after_motion(
         })
         .collect();
     let target: Vec<f64> = contacts.iter().map(|c| beta * (-c.gap - slop)).collect();
-    // A pair is the same whichever block the detection made i.
-    let key = |c: &Contact| match c.other {
-        Other::Block(j) => {
-            let (a, b) = (blocks[c.i].id, blocks[j].id);
-            (0u8, a.min(b) as u64, a.max(b) as u64)
-        }
-        Other::Terrain(t) => (1, blocks[c.i].id as u64, t as u64),
-        Other::Plane(k) => (2, blocks[c.i].id as u64, k as u64),
-    };
-    let mut order: Vec<usize> = (0..contacts.len()).collect();
-    order.sort_by(|&a, &b| {
-        let (p, q) = (&contacts[a].point, &contacts[b].point);
-        key(&contacts[a])
-            .cmp(&key(&contacts[b]))
-            .then(p.x.total_cmp(&q.x))
-            .then(p.y.total_cmp(&q.y))
-            .then(p.z.total_cmp(&q.z))
-    });
+    let keys: Vec<ContactKey> = contacts.iter().map(|c| contact_key(blocks, c)).collect();
+    let order = correction_order(&keys, |k| contacts[k].point);
     let dq = position_correction(&bodies, &jc, &target, &order, iterations);
-    let mut lift = 0.0;
-    for (b, (dp, dtheta)) in blocks.iter_mut().zip(dq) {
-        if !b.active || (dp == Vector3::zeros() && dtheta == Vector3::zeros()) {
-            continue;
-        }
-        b.pos += dp;
-        if dtheta != Vector3::zeros() {
-            let turn = UnitQuaternion::from_scaled_axis(dtheta);
-            b.rot = turn * b.rot;
-            b.omega = turn * b.omega;
-        }
-        lift += b.mass * gravity * dp.z;
-    }
-    lift
+    blocks
+        .iter_mut()
+        .zip(dq)
+        .filter(|(b, _)| b.active)
+        .map(|(b, (dp, dtheta))| move_by(b, &dp, &dtheta, gravity))
+        .sum()
 }
 
 /// Wall-clock helper for the phases measured outside the step.

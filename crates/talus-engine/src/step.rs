@@ -550,20 +550,7 @@ pub fn step_with_friction(
                         .zip(&cx)
                         .map(|(g, v)| params.beta * (-(g + dt * v) - slop))
                         .collect();
-                    // Sweep in the order of the contacts' identities, not of their indices, so
-                    // that the correction does not depend on the order of the blocks.
-                    let mut order: Vec<usize> = (0..jc.len()).collect();
-                    // A block-block pair is the same whichever block the detection made i.
-                    let pair = |k: &ContactKey| match k.other {
-                        (0, o) => (0u8, (k.id as u64).min(o), (k.id as u64).max(o)),
-                        (kind, o) => (kind, k.id as u64, o),
-                    };
-                    order.sort_by(|&a, &b| {
-                        pair(&keys[a]).cmp(&pair(&keys[b])).then_with(|| {
-                            let (p, q) = (jc[a].point, jc[b].point);
-                            p.x.total_cmp(&q.x).then(p.y.total_cmp(&q.y)).then(p.z.total_cmp(&q.z))
-                        })
-                    });
+                    let order = correction_order(keys, |k| jc[k].point);
                     position_correction(bodies, jc, &target, &order, iterations)
                 }
                 Correction::Velocity | Correction::AfterMotion { .. } => Vec::new(),
@@ -719,18 +706,7 @@ pub fn step_with_friction(
                 rotation::advance(params.rotation, *half_rot, wp, &b.inertia, 0.5 * dt);
             b.rot = rot;
             b.omega = omega;
-            let mut lift = 0.0;
-            if let Some((dp, dtheta)) = corr {
-                b.pos += dp;
-                if *dtheta != Vector3::zeros() {
-                    // Turn the block and its angular velocity together: the body-frame
-                    // angular velocity, hence the kinetic energy, is unchanged.
-                    let turn = UnitQuaternion::from_scaled_axis(*dtheta);
-                    b.rot = turn * b.rot;
-                    b.omega = turn * b.omega;
-                }
-                lift = b.mass * params.gravity * dp.z;
-            }
+            let lift = corr.map_or(0.0, |(dp, dtheta)| move_by(b, &dp, &dtheta, params.gravity));
             Some((b.mass * params.gravity * dz, lift))
         })
         .collect();
@@ -739,6 +715,45 @@ pub fn step_with_friction(
         rep.separation_work += lift;
     }
     rep
+}
+
+/// The order in which the position correction sweeps contacts: by the identity of their
+/// pair (a block–block pair is the same whichever block the detection made i), then by
+/// point, so that the correction does not depend on the order of the blocks.
+pub(crate) fn correction_order(
+    keys: &[ContactKey],
+    point: impl Fn(usize) -> Vector3<f64>,
+) -> Vec<usize> {
+    let pair = |k: &ContactKey| match k.other {
+        (0, o) => (0u8, (k.id as u64).min(o), (k.id as u64).max(o)),
+        (kind, o) => (kind, k.id as u64, o),
+    };
+    let mut order: Vec<usize> = (0..keys.len()).collect();
+    order.sort_by(|&a, &b| {
+        pair(&keys[a]).cmp(&pair(&keys[b])).then_with(|| {
+            let (p, q) = (point(a), point(b));
+            p.x.total_cmp(&q.x).then(p.y.total_cmp(&q.y)).then(p.z.total_cmp(&q.z))
+        })
+    });
+    order
+}
+
+/// Move block `b` by a position correction (translation `dp`, rotation vector `dtheta`);
+/// returns the work done against gravity `gravity`, J. Its angular velocity turns with it:
+/// the body-frame angular velocity, hence the kinetic energy, is unchanged.
+pub(crate) fn move_by(
+    b: &mut Block,
+    dp: &Vector3<f64>,
+    dtheta: &Vector3<f64>,
+    gravity: f64,
+) -> f64 {
+    b.pos += dp;
+    if *dtheta != Vector3::zeros() {
+        let turn = UnitQuaternion::from_scaled_axis(*dtheta);
+        b.rot = turn * b.rot;
+        b.omega = turn * b.omega;
+    }
+    b.mass * gravity * dp.z
 }
 
 /// Position post-stabilisation of an island (split impulse): the mass-weighted smallest
