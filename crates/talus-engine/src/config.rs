@@ -224,6 +224,11 @@ pub struct SeparationConfig {
     pub slop: f64,
     /// Gauss–Seidel sweeps of the position correction (`position` methods), 1.
     pub iterations: u32,
+    /// Convergence of the position correction (`position` methods), m: when positive, a
+    /// contact's update that changes its corrected gap by at most this much is not
+    /// applied, a contact is solved again only once one of its blocks has moved, and the
+    /// sweeps stop early once one applies no update. 0: every sweep visits every contact.
+    pub tolerance: f64,
 }
 
 impl Default for SeparationConfig {
@@ -234,6 +239,7 @@ impl Default for SeparationConfig {
             max_velocity: 1.0,
             slop: 0.0,
             iterations: 20,
+            tolerance: 0.0,
         }
     }
 }
@@ -413,11 +419,13 @@ impl Config {
             && s.max_velocity.is_finite()
             && s.max_velocity >= 0.0
             && s.slop.is_finite()
-            && s.slop >= 0.0)
+            && s.slop >= 0.0
+            && s.tolerance.is_finite()
+            && s.tolerance >= 0.0)
         {
             return bad(format!(
-                "separation: beta = {} must be in [0, 1], max_velocity = {} m/s and slop = {} m >= 0",
-                s.beta, s.max_velocity, s.slop
+                "separation: beta = {} must be in [0, 1], max_velocity = {} m/s, slop = {} m and tolerance = {} m >= 0",
+                s.beta, s.max_velocity, s.slop, s.tolerance
             ));
         }
         match self.solver {

@@ -140,10 +140,12 @@ impl Simulation {
                 SeparationMethod::Position => Correction::Position {
                     slop: config.separation.slop,
                     iterations: config.separation.iterations,
+                    tolerance: config.separation.tolerance,
                 },
                 SeparationMethod::PositionAfterMotion => Correction::AfterMotion {
                     slop: config.separation.slop,
                     iterations: config.separation.iterations,
+                    tolerance: config.separation.tolerance,
                 },
                 SeparationMethod::Velocity => Correction::Velocity,
             },
@@ -257,7 +259,7 @@ impl Simulation {
             &contacts,
             &mut self.warm,
         );
-        if let Correction::AfterMotion { slop, iterations } = self.params.correction {
+        if let Correction::AfterMotion { slop, iterations, tolerance } = self.params.correction {
             let mut after = DetectTimings::default();
             let contacts = self.detect(&mut after);
             timings.broad += after.broad;
@@ -268,6 +270,7 @@ impl Simulation {
                 self.params.beta,
                 slop,
                 iterations,
+                tolerance,
                 self.params.gravity,
             );
         }
@@ -316,6 +319,7 @@ fn correct_after_motion(
     beta: f64,
     slop: f64,
     iterations: u32,
+    tolerance: f64,
     gravity: f64,
 ) -> f64 {
     if !contacts.iter().any(|c| c.gap < -slop) {
@@ -349,7 +353,7 @@ fn correct_after_motion(
     let target: Vec<f64> = contacts.iter().map(|c| beta * (-c.gap - slop)).collect();
     let keys: Vec<ContactKey> = contacts.iter().map(|c| contact_key(blocks, c)).collect();
     let order = correction_order(&keys, |k| contacts[k].point);
-    let dq = position_correction(&bodies, &jc, &target, &order, iterations);
+    let dq = position_correction(&bodies, &jc, &target, &order, iterations, tolerance);
     blocks
         .iter_mut()
         .zip(dq)

@@ -89,10 +89,10 @@ pub enum Correction {
     /// Position post-stabilisation after the jump: penetration beyond `slop` (m) of the
     /// gaps predicted at the end of the step, times β, removed by the mass-weighted
     /// smallest displacement (`iterations` projected Gauss–Seidel sweeps).
-    Position { slop: f64, iterations: u32 },
+    Position { slop: f64, iterations: u32, tolerance: f64 },
     /// The same on the gaps detected after the motion: done by the caller once the blocks
     /// have moved ([`crate::sim::Simulation::advance`]); the step itself corrects nothing.
-    AfterMotion { slop: f64, iterations: u32 },
+    AfterMotion { slop: f64, iterations: u32, tolerance: f64 },
 }
 
 /// A QP that was not solved, kept for the dump.
@@ -542,7 +542,7 @@ pub fn step_with_friction(
                 }
             };
             let correction = match params.correction {
-                Correction::Position { slop, iterations } => {
+                Correction::Position { slop, iterations, tolerance } => {
                     let gaps: Vec<f64> = island.contacts.iter().map(|&k| contacts[k].gap).collect();
                     let cx = qp.c_mul(&outcome.x);
                     let target: Vec<f64> = gaps
@@ -551,7 +551,7 @@ pub fn step_with_friction(
                         .map(|(g, v)| params.beta * (-(g + dt * v) - slop))
                         .collect();
                     let order = correction_order(keys, |k| jc[k].point);
-                    position_correction(bodies, jc, &target, &order, iterations)
+                    position_correction(bodies, jc, &target, &order, iterations, tolerance)
                 }
                 Correction::Velocity | Correction::AfterMotion { .. } => Vec::new(),
             };
@@ -771,6 +771,7 @@ pub fn position_correction(
     target: &[f64],
     order: &[usize],
     iterations: u32,
+    tolerance: f64,
 ) -> Vec<(Vector3<f64>, Vector3<f64>)> {
     let mut dq = vec![(Vector3::zeros(), Vector3::zeros()); bodies.len()];
     if !target.iter().any(|t| *t > 0.0) {
@@ -800,6 +801,41 @@ pub fn position_correction(
         })
         .collect();
     let mut lambda = vec![0.0; contacts.len()];
+    if tolerance > 0.0 {
+        // Updates below `tolerance` are not applied, and a contact is solved again only
+        // when one of its blocks has moved since it was last solved: an update counter,
+        // the count at each block's last move and at each contact's last solve.
+        let mut count = 1u64;
+        let mut moved_at = vec![1u64; bodies.len()];
+        let mut solved_at = vec![0u64; contacts.len()];
+        for _ in 0..iterations {
+            let mut applied = false;
+            for &k in order {
+                let (sides, w) = &rows[k];
+                if *w <= 0.0 || sides.iter().all(|s| moved_at[s.0] <= solved_at[k]) {
+                    continue;
+                }
+                let cq: f64 = sides.iter().map(|s| s.1.dot(&dq[s.0].0) + s.2.dot(&dq[s.0].1)).sum();
+                let new = (lambda[k] + (target[k] - cq) / w).max(0.0);
+                let d = new - lambda[k];
+                if (d * w).abs() > tolerance {
+                    lambda[k] = new;
+                    count += 1;
+                    for s in sides {
+                        dq[s.0].0 += s.3 * d;
+                        dq[s.0].1 += s.4 * d;
+                        moved_at[s.0] = count;
+                    }
+                    applied = true;
+                }
+                solved_at[k] = count;
+            }
+            if !applied {
+                break;
+            }
+        }
+        return dq;
+    }
     for _ in 0..iterations {
         for &k in order {
             let (sides, w) = &rows[k];

@@ -41,7 +41,7 @@ fn params(kn: f64, kt: f64, solver: SolverConfig) -> StepParams {
         kappa: KappaLaw::Global { normal: kn, tangential: kt },
         beta: 0.8,
         max_separation: 1.0,
-        correction: Correction::Position { slop: 0.0, iterations: 20 },
+        correction: Correction::Position { slop: 0.0, iterations: 20, tolerance: 0.0 },
         rotation: RotationModel::ConstantOmega,
         solver,
     }
