@@ -763,8 +763,11 @@ pub(crate) fn move_by(
 /// at the end of the step (negative for a gap that stays open: the correction may not push
 /// a block into another beyond it). Velocities are untouched, so no kinetic energy is
 /// injected; when the targets contradict each other (a block wedged between opposing
-/// faces) the sweeps settle on a compromise instead of failing. Zero when no target is
-/// positive.
+/// faces) the sweeps settle on a compromise instead of failing. With `tolerance` > 0 (m)
+/// an update that changes its contact's corrected gap by at most `tolerance` is skipped,
+/// only the contacts of blocks moved since their last update are solved again, and the
+/// sweeps stop at the first that applies nothing (`iterations` is then a cap). Zero when
+/// no target is positive.
 pub fn position_correction(
     bodies: &[JumpBody],
     contacts: &[JumpContact],
@@ -801,57 +804,37 @@ pub fn position_correction(
         })
         .collect();
     let mut lambda = vec![0.0; contacts.len()];
-    if tolerance > 0.0 {
-        // Updates below `tolerance` are not applied, and a contact is solved again only
-        // when one of its blocks has moved since it was last solved: an update counter,
-        // the count at each block's last move and at each contact's last solve.
-        let mut count = 1u64;
-        let mut moved_at = vec![1u64; bodies.len()];
-        let mut solved_at = vec![0u64; contacts.len()];
-        for _ in 0..iterations {
-            let mut applied = false;
-            for &k in order {
-                let (sides, w) = &rows[k];
-                if *w <= 0.0 || sides.iter().all(|s| moved_at[s.0] <= solved_at[k]) {
-                    continue;
-                }
-                let cq: f64 = sides.iter().map(|s| s.1.dot(&dq[s.0].0) + s.2.dot(&dq[s.0].1)).sum();
-                let new = (lambda[k] + (target[k] - cq) / w).max(0.0);
-                let d = new - lambda[k];
-                if (d * w).abs() > tolerance {
-                    lambda[k] = new;
-                    count += 1;
-                    for s in sides {
-                        dq[s.0].0 += s.3 * d;
-                        dq[s.0].1 += s.4 * d;
-                        moved_at[s.0] = count;
-                    }
-                    applied = true;
-                }
-                solved_at[k] = count;
-            }
-            if !applied {
-                break;
-            }
-        }
-        return dq;
-    }
+    // With a tolerance, updates at or below it are not applied, and a contact is solved
+    // again only when one of its blocks has moved since it was last solved (an update
+    // counter, the count at each block's last move and at each contact's last solve).
+    let converging = tolerance > 0.0;
+    let mut count = 1u64;
+    let mut moved_at = vec![1u64; bodies.len()];
+    let mut solved_at = vec![0u64; contacts.len()];
     for _ in 0..iterations {
+        let mut applied = false;
         for &k in order {
             let (sides, w) = &rows[k];
-            if *w <= 0.0 {
+            if *w <= 0.0 || converging && sides.iter().all(|s| moved_at[s.0] <= solved_at[k]) {
                 continue;
             }
             let cq: f64 = sides.iter().map(|s| s.1.dot(&dq[s.0].0) + s.2.dot(&dq[s.0].1)).sum();
             let new = (lambda[k] + (target[k] - cq) / w).max(0.0);
             let d = new - lambda[k];
-            if d != 0.0 {
+            if (d * w).abs() > tolerance || !converging && d != 0.0 {
                 lambda[k] = new;
+                count += 1;
                 for s in sides {
                     dq[s.0].0 += s.3 * d;
                     dq[s.0].1 += s.4 * d;
+                    moved_at[s.0] = count;
                 }
+                applied = true;
             }
+            solved_at[k] = count;
+        }
+        if converging && !applied {
+            break;
         }
     }
     dq
