@@ -821,17 +821,21 @@ pub fn position_correction(
             let cq: f64 = sides.iter().map(|s| s.1.dot(&dq[s.0].0) + s.2.dot(&dq[s.0].1)).sum();
             let new = (lambda[k] + (target[k] - cq) / w).max(0.0);
             let d = new - lambda[k];
-            if (d * w).abs() > tolerance || !converging && d != 0.0 {
+            if if converging { (d * w).abs() > tolerance } else { d != 0.0 } {
                 lambda[k] = new;
-                count += 1;
                 for s in sides {
                     dq[s.0].0 += s.3 * d;
                     dq[s.0].1 += s.4 * d;
-                    moved_at[s.0] = count;
                 }
                 applied = true;
+                if converging {
+                    count += 1;
+                    sides.iter().for_each(|s| moved_at[s.0] = count);
+                }
             }
-            solved_at[k] = count;
+            if converging {
+                solved_at[k] = count;
+            }
         }
         if converging && !applied {
             break;
