@@ -28,7 +28,10 @@
 //! adapted (with a new factorisation) when the square root of the ratio of the primal and
 //! stationarity residuals leaves [½, 2], as OSQP does. (On 150 steps of the default site's
 //! resting deposit, where the primal residual lags, the solves took 15.7-16.8 s against
-//! 25.1 s with σ = 1 and a factor 5, both without Anderson acceleration.) Anderson
+//! 25.1 s with σ = 1 and a factor 5, both without Anderson acceleration.) When the two
+//! are in balance and the certificate still misses the tolerance, the cones that hold it
+//! back ([`lagging_cones`]) get a penalty 4 times stiffer instead, at the same cadence (the
+//! packed heap of 1000 blocks: 7.2 s a step against 10.2 s; session 23). Anderson
 //! acceleration of the (s, z) map is used below a tolerance of 1e-4 only, from the 100th
 //! iteration of a solve. The iteration starts from the previous step's percussions matched
 //! by contact identity (z), with s = Π_K(Cx₀ − r) at x₀ = (2M)⁻¹(p + Cᵀz): when they are
@@ -41,7 +44,7 @@
 //! it holds to the tolerance.
 
 use crate::solver::assembly::{JumpBody, JumpContact};
-use crate::solver::certificate::{Certificate, certify};
+use crate::solver::certificate::{Certificate, certify, soc_distance};
 use crate::solver::friction::ConeQp;
 use crate::solver::nlgs::{ContactImpulse, ContactSolution};
 use crate::solver::warm::{DENSE_FACTOR_MAX, Factor};
@@ -59,6 +62,15 @@ const SIGMA_RANGE: (f64, f64) = (1e-6, 1e6);
 /// and iterations between two adaptations.
 const ADAPT_RATIO: f64 = 2.0;
 const ADAPT_EVERY: u32 = 20;
+/// When the residuals are in balance but the certificate does not hold, the cones whose
+/// own primal distance or complementarity exceeds this share of the tolerance (in the
+/// certificate's scales) get their penalty multiplied by [`LOCAL_BOOST`], up to
+/// [`LOCAL_BOOST_MAX`] over σ's. Measured in session 23 (docs/benchmarks.md): 0.1 and
+/// 0.25 alike, 0.5 slower; a factor 10 slower than 4; adapting every 10 iterations instead
+/// of 20 made the packed heap 5 times slower.
+const LOCAL_SHARE: f64 = 0.25;
+const LOCAL_BOOST: f64 = 4.0;
+const LOCAL_BOOST_MAX: f64 = 1024.0;
 /// Iterates remembered by the Anderson acceleration (0: none).
 const ANDERSON_MEMORY: usize = 5;
 /// Anderson acceleration is used only for tolerances below this: each accelerated
@@ -203,6 +215,60 @@ fn project(cones: &[SupportedConeT<f64>], v: &mut [f64]) {
     }
 }
 
+/// The cones (first row, rows) that hold the certificate back: those whose distance of
+/// s_k = C_k x − r_k to the cone, or whose |z_kᵀ s_k|, exceeds [`LOCAL_SHARE`] of the
+/// tolerance in `certificate`'s scales (its primal residual is the largest distance over V,
+/// its complementarity the largest |z_kᵀ s_k| over Z V). `cx` is C x.
+fn lagging_cones(
+    cones: &[SupportedConeT<f64>],
+    cx: &[f64],
+    r: &[f64],
+    z: &[f64],
+    certificate: &Certificate,
+    tolerance: f64,
+) -> Vec<(usize, usize)> {
+    // (first row, rows, distance, |zᵀs|) per cone.
+    let mut cone_residuals = Vec::with_capacity(cones.len());
+    let mut row = 0;
+    for cone in cones {
+        match *cone {
+            SupportedConeT::NonnegativeConeT(n) => {
+                for k in row..row + n {
+                    let s = cx[k] - r[k];
+                    cone_residuals.push((k, 1, (-s).max(0.0), (s * z[k]).abs()));
+                }
+                row += n;
+            }
+            SupportedConeT::SecondOrderConeT(n) => {
+                assert!(n <= 3, "admm: cones of at most 3 rows");
+                let mut s = [0.0; 3];
+                for a in 0..n {
+                    s[a] = cx[row + a] - r[row + a];
+                }
+                let comp: f64 = s[..n].iter().zip(&z[row..row + n]).map(|(a, b)| a * b).sum();
+                cone_residuals.push((row, n, soc_distance(&s[..n]), comp.abs()));
+                row += n;
+            }
+            _ => panic!("admm: only non-negative and second-order cones occur in a jump"),
+        }
+    }
+    let worst_d = cone_residuals.iter().fold(0.0f64, |a, c| a.max(c.2));
+    let worst_c = cone_residuals.iter().fold(0.0f64, |a, c| a.max(c.3));
+    // The certificate's scales, from its largest residuals: V = worst_d / primal and
+    // Z V = worst_c / complementarity.
+    let limit = LOCAL_SHARE * tolerance;
+    let lags = |value: f64, worst: f64, relative: f64| {
+        worst > 0.0 && relative > 0.0 && value / worst * relative > limit
+    };
+    cone_residuals
+        .into_iter()
+        .filter(|&(_, _, d, c)| {
+            lags(d, worst_d, certificate.primal) || lags(c, worst_c, certificate.complementarity)
+        })
+        .map(|(k, n, _, _)| (k, n))
+        .collect()
+}
+
 /// ρ of every row: σ times the effective mass of its cone's first row.
 fn penalties(cones: &[SupportedConeT<f64>], inv_mass: &[f64], sigma: f64) -> Vec<f64> {
     let mut rho = Vec::with_capacity(inv_mass.len());
@@ -255,6 +321,30 @@ pub fn solve(
     tolerance: f64,
     max_iterations: u32,
 ) -> AdmmOutcome {
+    solve_with(cq, bodies, contacts, initial, tolerance, max_iterations, Penalties::PerCone)
+}
+
+/// How [`solve_with`] adapts its penalties once the residuals are in balance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Penalties {
+    /// σ alone (one scale for every cone), as before session 23.
+    Global,
+    /// σ, and a stiffer penalty on the cones that hold the certificate back
+    /// ([`lagging_cones`]); what [`solve`] uses.
+    PerCone,
+}
+
+/// [`solve`], with the choice of penalty adaptation (for comparisons).
+pub fn solve_with(
+    cq: &ConeQp,
+    bodies: &[JumpBody],
+    contacts: &[JumpContact],
+    initial: &[ContactImpulse],
+    tolerance: f64,
+    max_iterations: u32,
+    penalties_rule: Penalties,
+) -> AdmmOutcome {
+    let per_cone = penalties_rule == Penalties::PerCone;
     let qp = &cq.qp;
     let (n, m) = (qp.n(), qp.m());
     assert_eq!(n, 6 * bodies.len());
@@ -359,6 +449,8 @@ pub fn solve(
     let mut it = 0;
     let mut factorisations = 0u32;
     let mut failed = false;
+    // Per-row factor on σ's penalty, raised on the cones that lag.
+    let mut boost = vec![1.0f64; m];
     while it < max_iterations {
         // x-update.
         if accelerate && !anderson && it >= ANDERSON_AFTER {
@@ -428,25 +520,44 @@ pub fn solve(
             if certificate.holds(tolerance) {
                 break;
             }
-            // Balance the residuals: a large primal residual asks for a stiffer penalty.
+            // Balance the residuals: a large primal residual asks for a stiffer penalty,
+            // everywhere when the residuals are out of balance, else on the cones that
+            // hold the certificate back.
             if it >= last_adapt + ADAPT_EVERY {
                 let ratio = (certificate.primal.max(certificate.complementarity)
                     / certificate.stationarity.max(1e-300))
                 .sqrt();
+                let mut changed = false;
                 if !(1.0 / ADAPT_RATIO..=ADAPT_RATIO).contains(&ratio) && ratio.is_finite() {
                     let new = (sigma * ratio).clamp(SIGMA_RANGE.0, SIGMA_RANGE.1);
                     if new != sigma {
                         sigma = new;
-                        rho = penalties(&cq.cones, &inv_mass, sigma);
-                        factor.set_rho(rho.clone());
-                        sqrt_rho = rho.iter().map(|r| r.sqrt()).collect();
-                        last_adapt = it;
-                        aa.clear();
-                        best_f = f64::INFINITY;
-                        s_acc.copy_from_slice(&s);
-                        z_acc.copy_from_slice(&z);
-                        input = encode(&s, &z, &rho);
+                        changed = true;
                     }
+                } else if per_cone
+                    && certificate.primal.max(certificate.complementarity) > tolerance
+                {
+                    qp.c_mul_into(&x, &mut cx);
+                    for (row, rows) in
+                        lagging_cones(&cq.cones, &cx, &qp.r, &z, &certificate, tolerance)
+                    {
+                        if boost[row] * LOCAL_BOOST <= LOCAL_BOOST_MAX {
+                            boost[row..row + rows].iter_mut().for_each(|b| *b *= LOCAL_BOOST);
+                            changed = true;
+                        }
+                    }
+                }
+                if changed {
+                    rho = penalties(&cq.cones, &inv_mass, sigma);
+                    rho.iter_mut().zip(&boost).for_each(|(r, b)| *r *= b);
+                    factor.set_rho(rho.clone());
+                    sqrt_rho = rho.iter().map(|r| r.sqrt()).collect();
+                    last_adapt = it;
+                    aa.clear();
+                    best_f = f64::INFINITY;
+                    s_acc.copy_from_slice(&s);
+                    z_acc.copy_from_slice(&z);
+                    input = encode(&s, &z, &rho);
                 }
             }
         }
@@ -477,4 +588,43 @@ pub fn solve(
     out.solution.x = x;
     out.solution.z = z;
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Three cones: the first outside its cone by a distance of 2e-3 (in the scale V = 1),
+    /// the second inside it with |zᵀs| = 2e-3 (in the scale Z V = 1), the third near both
+    /// limits; a non-negative row violated by 1e-3. At a tolerance of 1e-3 the share 0.25
+    /// sets both limits at 2.5e-4.
+    #[test]
+    fn the_cones_that_hold_the_certificate_back_are_the_lagging_ones() {
+        let cones = [
+            SupportedConeT::SecondOrderConeT(3),
+            SupportedConeT::SecondOrderConeT(3),
+            SupportedConeT::SecondOrderConeT(3),
+            SupportedConeT::NonnegativeConeT(1),
+        ];
+        let r = [0.0; 10];
+        let d = 2e-3 * std::f64::consts::SQRT_2;
+        // s₁ = (0, d, 0): distance d/√2 = 2e-3. s₂ = (1, 0, 0) inside with z₂ = (2e-3, 0, 0).
+        // s₃ = (0, 2e-4·√2, 0): distance 2e-4, under the limit. Row 9: s = −1e-3.
+        let cx = [0.0, d, 0.0, 1.0, 0.0, 0.0, 0.0, 2e-4 * std::f64::consts::SQRT_2, 0.0, -1e-3];
+        let z = [1.0, 0.0, 0.0, 2e-3, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0];
+        let certificate =
+            Certificate { stationarity: 1e-4, primal: 2e-3, dual: 0.0, complementarity: 2e-3 };
+        assert_eq!(
+            lagging_cones(&cones, &cx, &r, &z, &certificate, 1e-3),
+            vec![(0, 3), (3, 3), (9, 1)]
+        );
+        // At a tolerance of 1e-2 (limit 2.5e-3) none lags.
+        assert!(lagging_cones(&cones, &cx, &r, &z, &certificate, 1e-2).is_empty());
+        // Twice the scales (the same residuals are half as large relatively): the cone at
+        // 2e-4 stays under, the others (1e-3 relative) still lag at 1e-3.
+        let halved =
+            Certificate { stationarity: 1e-4, primal: 1e-3, dual: 0.0, complementarity: 1e-3 };
+        assert_eq!(lagging_cones(&cones, &cx, &r, &z, &halved, 1e-3), vec![(0, 3), (3, 3), (9, 1)]);
+        assert_eq!(lagging_cones(&cones, &cx, &r, &z, &halved, 3e-3), vec![(0, 3), (3, 3)]);
+    }
 }

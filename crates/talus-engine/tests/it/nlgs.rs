@@ -393,11 +393,22 @@ fn admm_agrees_with_clarabel_on_random_islands() {
     let mut worst: f64 = 0.0;
     let mut iterations = Vec::new();
     let mut at_once = 0;
+    let mut global_iterations = 0;
     for case in 0..120 {
         let (bodies, contacts, cq, reference) = random_case(&mut rng, case);
         let cold = vec![ContactImpulse::default(); contacts.len()];
         let ad = admm::solve(&cq, &bodies, &contacts, &cold, 1e-9, 20_000);
         iterations.push(ad.iterations);
+        // The same solve with one penalty scale for every cone (no per-cone boost).
+        let global =
+            admm::solve_with(&cq, &bodies, &contacts, &cold, 1e-9, 20_000, admm::Penalties::Global);
+        assert!(
+            global.solution.solved,
+            "case {case}: global penalties: {:?}",
+            global.solution.certificate
+        );
+        assert!(relative_x_error(&global.solution.x, &reference.outcome.x) < 1e-5);
+        global_iterations += global.iterations;
         let o = ad.solution;
         assert!(o.solved, "case {case}: not certified: {:?}", o.certificate);
         assert_eq!(certify(&cq.qp, &cq.cones, &o.x, &o.z), o.certificate);
@@ -415,10 +426,16 @@ fn admm_agrees_with_clarabel_on_random_islands() {
         );
         at_once += (again.iterations == 1) as usize;
     }
+    let total: u32 = iterations.iter().sum();
     iterations.sort_unstable();
     eprintln!(
-        "random islands through ADMM: all 120 certified at 1e-9; iterations median {} max {}; worst relative x difference to Clarabel {worst:.2e}; from the answer {at_once} of 120 certified after one iteration",
+        "random islands through ADMM: all 120 certified at 1e-9; iterations median {} max {} total {total} (one penalty scale: {global_iterations}); worst relative x difference to Clarabel {worst:.2e}; from the answer {at_once} of 120 certified after one iteration",
         iterations[60], iterations[119]
+    );
+    // The per-cone penalties take fewer iterations over the set (measured: 0.68 of them).
+    assert!(
+        (total as f64) < 0.9 * global_iterations as f64,
+        "per-cone penalties: {total} iterations, one scale: {global_iterations}"
     );
 }
 
