@@ -31,7 +31,7 @@
 //! 25.1 s with σ = 1 and a factor 5, both without Anderson acceleration.) When the two
 //! are in balance and the certificate still misses the tolerance, the cones that hold it
 //! back ([`lagging_cones`]) get a penalty 4 times stiffer instead, at the same cadence (the
-//! packed heap of 1000 blocks: 7.2 s a step against 10.2 s; session 23). Anderson
+//! packed heap of 1000 blocks: 7.0–8.6 s a step against 8.8–10.2 s; session 23). Anderson
 //! acceleration of the (s, z) map is used below a tolerance of 1e-4 only, from the 100th
 //! iteration of a solve. The iteration starts from the previous step's percussions matched
 //! by contact identity (z), with s = Π_K(Cx₀ − r) at x₀ = (2M)⁻¹(p + Cᵀz): when they are
