@@ -386,7 +386,9 @@ fn admm_solver(tolerance: f64) -> SolverConfig {
 /// ADMM certifies every island at 1e-9 from a cold start, its certificate is the one
 /// `certify` computes from the program's data, and x agrees with Clarabel's (1e-10) to
 /// 1e-5 relative. Started from its own answer's percussions it is certified at 1e-8 within
-/// four iterations.
+/// four iterations. With one penalty scale for every cone (`Penalties::Global`) it agrees
+/// as well but takes more iterations over the set: the per-cone penalties are asserted to
+/// take fewer than 0.9 of them.
 #[test]
 fn admm_agrees_with_clarabel_on_random_islands() {
     let mut rng = ChaCha8Rng::seed_from_u64(16);
