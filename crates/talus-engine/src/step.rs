@@ -447,7 +447,15 @@ pub fn step_with_friction(
                     }
                 }
                 if accepted.is_none() && admm_iterations > 0 && !jc.is_empty() {
-                    let ad = admm::solve(&cq, bodies, jc, &initial, tolerance, admm_iterations);
+                    let ad = admm::solve(
+                        &cq,
+                        bodies,
+                        jc,
+                        &initial,
+                        tolerance,
+                        admm_iterations,
+                        admm::Penalties::PerCone,
+                    );
                     spent += ad.iterations;
                     if ad.solution.solved {
                         accepted = Some((SolverUsed::Admm, ad.solution));

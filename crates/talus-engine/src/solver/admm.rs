@@ -44,7 +44,7 @@
 //! it holds to the tolerance.
 
 use crate::solver::assembly::{JumpBody, JumpContact};
-use crate::solver::certificate::{Certificate, certify, soc_distance};
+use crate::solver::certificate::{Certificate, certify, for_each_cone};
 use crate::solver::friction::ConeQp;
 use crate::solver::nlgs::{ContactImpulse, ContactSolution};
 use crate::solver::warm::{DENSE_FACTOR_MAX, Factor};
@@ -227,33 +227,11 @@ fn lagging_cones(
     certificate: &Certificate,
     tolerance: f64,
 ) -> Vec<(usize, usize)> {
-    // (first row, rows, distance, |zᵀs|) per cone.
+    let s: Vec<f64> = cx.iter().zip(r).map(|(a, b)| a - b).collect();
     let mut cone_residuals = Vec::with_capacity(cones.len());
-    let mut row = 0;
-    for cone in cones {
-        match *cone {
-            SupportedConeT::NonnegativeConeT(n) => {
-                for k in row..row + n {
-                    let s = cx[k] - r[k];
-                    cone_residuals.push((k, 1, (-s).max(0.0), (s * z[k]).abs()));
-                }
-                row += n;
-            }
-            SupportedConeT::SecondOrderConeT(n) => {
-                assert!(n <= 3, "admm: cones of at most 3 rows");
-                let mut s = [0.0; 3];
-                for a in 0..n {
-                    s[a] = cx[row + a] - r[row + a];
-                }
-                let comp: f64 = s[..n].iter().zip(&z[row..row + n]).map(|(a, b)| a * b).sum();
-                cone_residuals.push((row, n, soc_distance(&s[..n]), comp.abs()));
-                row += n;
-            }
-            _ => panic!("admm: only non-negative and second-order cones occur in a jump"),
-        }
-    }
-    let worst_d = cone_residuals.iter().fold(0.0f64, |a, c| a.max(c.2));
-    let worst_c = cone_residuals.iter().fold(0.0f64, |a, c| a.max(c.3));
+    for_each_cone(cones, &s, z, |c| cone_residuals.push(c));
+    let worst_d = cone_residuals.iter().fold(0.0f64, |a, c| a.max(c.primal));
+    let worst_c = cone_residuals.iter().fold(0.0f64, |a, c| a.max(c.complementarity));
     // The certificate's scales, from its largest residuals: V = worst_d / primal and
     // Z V = worst_c / complementarity.
     let limit = LOCAL_SHARE * tolerance;
@@ -262,10 +240,11 @@ fn lagging_cones(
     };
     cone_residuals
         .into_iter()
-        .filter(|&(_, _, d, c)| {
-            lags(d, worst_d, certificate.primal) || lags(c, worst_c, certificate.complementarity)
+        .filter(|c| {
+            lags(c.primal, worst_d, certificate.primal)
+                || lags(c.complementarity, worst_c, certificate.complementarity)
         })
-        .map(|(k, n, _, _)| (k, n))
+        .map(|c| (c.row, c.rows))
         .collect()
 }
 
@@ -309,10 +288,20 @@ fn contact_velocity(
     Vector3::new(rel.dot(&c.normal), rel.dot(&basis.0), rel.dot(&basis.1))
 }
 
+/// How [`solve`] adapts its penalties once the residuals are in balance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Penalties {
+    /// σ alone (one scale for every cone), as before session 23.
+    Global,
+    /// σ, and a stiffer penalty on the cones that hold the certificate back
+    /// ([`lagging_cones`]); what the step uses.
+    PerCone,
+}
+
 /// Solve the conic program `cq` of an island (assembled by
 /// [`crate::solver::friction::assemble_cones`] from `bodies`, `contacts`) by ADMM, started
 /// from `initial` (one per contact), until the certificate holds to `tolerance` or
-/// `max_iterations` iterations are done.
+/// `max_iterations` iterations are done, adapting its penalties by `rule`.
 pub fn solve(
     cq: &ConeQp,
     bodies: &[JumpBody],
@@ -320,31 +309,9 @@ pub fn solve(
     initial: &[ContactImpulse],
     tolerance: f64,
     max_iterations: u32,
+    rule: Penalties,
 ) -> AdmmOutcome {
-    solve_with(cq, bodies, contacts, initial, tolerance, max_iterations, Penalties::PerCone)
-}
-
-/// How [`solve_with`] adapts its penalties once the residuals are in balance.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Penalties {
-    /// σ alone (one scale for every cone), as before session 23.
-    Global,
-    /// σ, and a stiffer penalty on the cones that hold the certificate back
-    /// ([`lagging_cones`]); what [`solve`] uses.
-    PerCone,
-}
-
-/// [`solve`], with the choice of penalty adaptation (for comparisons).
-pub fn solve_with(
-    cq: &ConeQp,
-    bodies: &[JumpBody],
-    contacts: &[JumpContact],
-    initial: &[ContactImpulse],
-    tolerance: f64,
-    max_iterations: u32,
-    penalties_rule: Penalties,
-) -> AdmmOutcome {
-    let per_cone = penalties_rule == Penalties::PerCone;
+    let per_cone = rule == Penalties::PerCone;
     let qp = &cq.qp;
     let (n, m) = (qp.n(), qp.m());
     assert_eq!(n, 6 * bodies.len());

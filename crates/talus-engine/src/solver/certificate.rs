@@ -65,6 +65,59 @@ pub fn soc_distance(v: &[f64]) -> f64 {
     }
 }
 
+/// One cone's residuals at (s, z), absolute (a non-negative row is a cone of its own).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ConeResidual {
+    /// Its first row and its number of rows.
+    pub row: usize,
+    pub rows: usize,
+    /// Distance of s to the cone.
+    pub primal: f64,
+    /// Distance of z to the cone.
+    pub dual: f64,
+    /// |sᵀz| over the cone's rows.
+    pub complementarity: f64,
+}
+
+/// Call `f` with the residuals of every cone of `cones` (rows in cone order) at (s, z).
+pub fn for_each_cone(
+    cones: &[SupportedConeT<f64>],
+    s: &[f64],
+    z: &[f64],
+    mut f: impl FnMut(ConeResidual),
+) {
+    let mut row = 0;
+    for cone in cones {
+        match *cone {
+            SupportedConeT::NonnegativeConeT(n) => {
+                for k in row..row + n {
+                    f(ConeResidual {
+                        row: k,
+                        rows: 1,
+                        primal: (-s[k]).max(0.0),
+                        dual: (-z[k]).max(0.0),
+                        complementarity: (z[k] * s[k]).abs(),
+                    });
+                }
+                row += n;
+            }
+            SupportedConeT::SecondOrderConeT(n) => {
+                let (sk, zk) = (&s[row..row + n], &z[row..row + n]);
+                f(ConeResidual {
+                    row,
+                    rows: n,
+                    primal: soc_distance(sk),
+                    dual: soc_distance(zk),
+                    complementarity: sk.iter().zip(zk).map(|(a, b)| a * b).sum::<f64>().abs(),
+                });
+                row += n;
+            }
+            _ => panic!("certify: only non-negative and second-order cones occur in a jump"),
+        }
+    }
+    assert_eq!(row, s.len(), "cones must cover every row");
+}
+
 /// The certificate of (x, z) for `min ½xᵀHx − pᵀx s.t. Cx − r ∈ cones` (rows of C in cone
 /// order). A NaN anywhere gives NaN residuals, which never hold.
 pub fn certify(qp: &Qp, cones: &[SupportedConeT<f64>], x: &[f64], z: &[f64]) -> Certificate {
@@ -90,29 +143,12 @@ pub fn certify(qp: &Qp, cones: &[SupportedConeT<f64>], x: &[f64], z: &[f64]) -> 
     let mut primal: f64 = 0.0;
     let mut dual: f64 = 0.0;
     let mut comp: f64 = 0.0;
-    let mut row = 0;
     let nan = |a: f64, b: f64| if a.is_nan() || b.is_nan() { f64::NAN } else { a.max(b) };
-    for cone in cones {
-        match *cone {
-            SupportedConeT::NonnegativeConeT(n) => {
-                for k in row..row + n {
-                    primal = nan(primal, (-s[k]).max(0.0));
-                    dual = nan(dual, (-z[k]).max(0.0));
-                    comp = nan(comp, (z[k] * s[k]).abs());
-                }
-                row += n;
-            }
-            SupportedConeT::SecondOrderConeT(n) => {
-                let (sk, zk) = (&s[row..row + n], &z[row..row + n]);
-                primal = nan(primal, soc_distance(sk));
-                dual = nan(dual, soc_distance(zk));
-                comp = nan(comp, sk.iter().zip(zk).map(|(a, b)| a * b).sum::<f64>().abs());
-                row += n;
-            }
-            _ => panic!("certify: only non-negative and second-order cones occur in a jump"),
-        }
-    }
-    assert_eq!(row, qp.m(), "cones must cover every row");
+    for_each_cone(cones, &s, z, |r| {
+        primal = nan(primal, r.primal);
+        dual = nan(dual, r.dual);
+        comp = nan(comp, r.complementarity);
+    });
     Certificate {
         stationarity: norm_inf(&stat) / force,
         primal: primal / velocity,

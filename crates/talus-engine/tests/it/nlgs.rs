@@ -391,6 +391,7 @@ fn admm_solver(tolerance: f64) -> SolverConfig {
 /// take fewer than 0.9 of them.
 #[test]
 fn admm_agrees_with_clarabel_on_random_islands() {
+    use admm::Penalties::{Global, PerCone};
     let mut rng = ChaCha8Rng::seed_from_u64(16);
     let mut worst: f64 = 0.0;
     let mut iterations = Vec::new();
@@ -399,11 +400,10 @@ fn admm_agrees_with_clarabel_on_random_islands() {
     for case in 0..120 {
         let (bodies, contacts, cq, reference) = random_case(&mut rng, case);
         let cold = vec![ContactImpulse::default(); contacts.len()];
-        let ad = admm::solve(&cq, &bodies, &contacts, &cold, 1e-9, 20_000);
+        let ad = admm::solve(&cq, &bodies, &contacts, &cold, 1e-9, 20_000, PerCone);
         iterations.push(ad.iterations);
         // The same solve with one penalty scale for every cone (no per-cone boost).
-        let global =
-            admm::solve_with(&cq, &bodies, &contacts, &cold, 1e-9, 20_000, admm::Penalties::Global);
+        let global = admm::solve(&cq, &bodies, &contacts, &cold, 1e-9, 20_000, Global);
         assert!(
             global.solution.solved,
             "case {case}: global penalties: {:?}",
@@ -420,7 +420,7 @@ fn admm_agrees_with_clarabel_on_random_islands() {
         // The percussions it returns are the answer (to 1e-9): a warm start there is
         // certified at 1e-8 by one of the first three checks (after 1, 2 and 4
         // iterations; a cold start needs hundreds).
-        let again = admm::solve(&cq, &bodies, &contacts, &o.impulses, 1e-8, 20_000);
+        let again = admm::solve(&cq, &bodies, &contacts, &o.impulses, 1e-8, 20_000, PerCone);
         assert!(
             again.solution.solved && again.iterations <= 4,
             "case {case}: {} iterations from the answer",
