@@ -43,6 +43,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    talus_engine::allocator::keep_freed_memory();
     let mut command = Cli::command();
     // Each stage's options are documented once, on its config struct; --help shows them.
     for (name, help) in cmd::options_help() {

@@ -64,6 +64,8 @@ fn bench(blocks: Vec<Block>, steps: u64, solver: SolverConfig, friction: Frictio
 }
 
 fn main() {
+    // As the talus binary does (the runs measured are the users').
+    talus_engine::allocator::keep_freed_memory();
     let dir = match std::env::var("TALUS_THESIS_DIR") {
         Ok(d) => std::path::PathBuf::from(d),
         Err(_) => common::thesis_dir(),

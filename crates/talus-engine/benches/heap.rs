@@ -249,6 +249,8 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 }
 
 fn main() {
+    // As the talus binary does (the runs measured are the users').
+    talus_engine::allocator::keep_freed_memory();
     let dir = PathBuf::from(std::env::var("TALUS_THESIS_DIR").unwrap_or_else(|_| {
         concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/thesis-granular").into()
     }));

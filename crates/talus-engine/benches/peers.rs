@@ -151,6 +151,8 @@ fn list<T: std::str::FromStr>(var: &str, default: &str) -> Vec<T> {
 }
 
 fn main() {
+    // As the talus binary does (the runs measured are the users').
+    talus_engine::allocator::keep_freed_memory();
     let sizes: Vec<usize> = list("TALUS_BENCH_N", "100,1000,3000");
     let mus: Vec<f64> = list("TALUS_BENCH_MU", "0,0.5");
     let steps: u64 = list("TALUS_BENCH_STEPS", "1000")[0];

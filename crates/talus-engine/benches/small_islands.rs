@@ -31,6 +31,8 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 const GROUPS: [(usize, usize); 7] = [(1, 1), (2, 2), (3, 3), (4, 4), (5, 8), (9, 16), (17, 32)];
 
 fn main() {
+    // As the talus binary does (the runs measured are the users').
+    talus_engine::allocator::keep_freed_memory();
     let dir = common::thesis_dir();
     let sizes: Vec<usize> = std::env::var("TALUS_BENCH_N")
         .map(|v| v.split(',').filter_map(|t| t.trim().parse().ok()).collect())

@@ -9,6 +9,7 @@
 //!
 //! then u⁺ = 2x − u⁻ and positions advance with (u⁻ + u⁺)/2.
 
+pub mod allocator;
 pub mod body;
 pub mod config;
 pub mod driver;

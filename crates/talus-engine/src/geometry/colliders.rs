@@ -89,6 +89,10 @@ pub struct TinCollider {
     sharp_vertex: Vec<bool>,
     /// xy bounding box of each triangle.
     boxes: Vec<([f64; 2], [f64; 2])>,
+    /// Margin of the bounding boxes in [`TinCollider::triangle_contains_xy`]'s quick
+    /// rejection, m: 1e-9 of the largest coordinate (and at least 1e-9 m), far above the
+    /// barycentric coordinates' slack and rounding there.
+    box_margin: f64,
     grid: Grid2,
 }
 
@@ -225,6 +229,7 @@ impl TinCollider {
             }
         }
         let grid = Grid2::build(min, max, &boxes);
+        let box_margin = 1e-9 * min.iter().chain(&max).fold(1.0f64, |m, c| m.max(c.abs()));
 
         // Edges: (v0, v1, triangle, opposite vertex), sorted so that the two sides of a
         // shared edge are adjacent.
@@ -283,6 +288,7 @@ impl TinCollider {
             tri_edges,
             sharp_vertex,
             boxes,
+            box_margin,
             grid,
         })
     }
@@ -372,6 +378,13 @@ impl TinCollider {
     /// Whether the xy point lies in triangle `t` (closed, with a relative slack of 1e-12).
     pub fn triangle_contains_xy(&self, t: u32, x: f64, y: f64) -> bool {
         const SLACK: f64 = 1e-12;
+        // Quick rejection by the bounding box (most calls: a box corner against the
+        // triangles near the box), the same answer as the barycentric test's.
+        let (lo, hi) = &self.boxes[t as usize];
+        let m = self.box_margin;
+        if x < lo[0] - m || x > hi[0] + m || y < lo[1] - m || y > hi[1] + m {
+            return false;
+        }
         self.barycentric_xy(t, x, y).is_some_and(|l| l.iter().all(|&c| c >= -SLACK))
     }
 

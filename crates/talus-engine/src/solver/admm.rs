@@ -44,7 +44,7 @@
 //! it holds to the tolerance.
 
 use crate::solver::assembly::{JumpBody, JumpContact};
-use crate::solver::certificate::{Certificate, certify, for_each_cone};
+use crate::solver::certificate::{Certificate, Certifier, for_each_cone};
 use crate::solver::friction::ConeQp;
 use crate::solver::nlgs::{ContactImpulse, ContactSolution};
 use crate::solver::warm::{DENSE_FACTOR_MAX, Factor};
@@ -418,6 +418,7 @@ pub fn solve(
     let mut failed = false;
     // Per-row factor on σ's penalty, raised on the cones that lag.
     let mut boost = vec![1.0f64; m];
+    let certifier = Certifier::new(qp, &cq.cones);
     while it < max_iterations {
         // x-update.
         if accelerate && !anderson && it >= ANDERSON_AFTER {
@@ -483,7 +484,8 @@ pub fn solve(
         it += 1;
         if it == next_check || it == max_iterations {
             next_check = if it < 8 { 2 * it } else { it + 10 };
-            certificate = certify(qp, &cq.cones, &x, &z);
+            // cx holds C x of this iterate (the s-update's).
+            certificate = certifier.certify_with(&x, &cx, &z);
             if certificate.holds(tolerance) {
                 break;
             }
@@ -504,7 +506,6 @@ pub fn solve(
                 } else if per_cone
                     && certificate.primal.max(certificate.complementarity) > tolerance
                 {
-                    qp.c_mul_into(&x, &mut cx);
                     for (row, rows) in
                         lagging_cones(&cq.cones, &cx, &qp.r, &z, &certificate, tolerance)
                     {

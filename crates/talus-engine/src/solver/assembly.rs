@@ -471,8 +471,11 @@ pub fn assemble(bodies: &[JumpBody], contacts: &[JumpContact], gravity_dt: f64) 
                 if ba > bb {
                     continue;
                 }
-                let block: SMatrix<f64, 6, 6> =
-                    ca * cb.transpose() * ct.kappa_n + ra.transpose() * pt * rb * ct.kappa_t;
+                let mut block: SMatrix<f64, 6, 6> = ca * cb.transpose() * ct.kappa_n;
+                // Without κ_T the tangential term is zeros, which `add` skips anyway.
+                if ct.kappa_t != 0.0 {
+                    block += ra.transpose() * pt * rb * ct.kappa_t;
+                }
                 let slot = h.slot(*ba, *bb);
                 for a in 0..6 {
                     for bcol in 0..6 {

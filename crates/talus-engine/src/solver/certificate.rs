@@ -121,39 +121,72 @@ pub fn for_each_cone(
 /// The certificate of (x, z) for `min ½xᵀHx − pᵀx s.t. Cx − r ∈ cones` (rows of C in cone
 /// order). A NaN anywhere gives NaN residuals, which never hold.
 pub fn certify(qp: &Qp, cones: &[SupportedConeT<f64>], x: &[f64], z: &[f64]) -> Certificate {
-    assert_eq!(x.len(), qp.n());
-    assert_eq!(z.len(), qp.m());
-    let hx = qp.h_mul(x);
-    let ctz = qp.ct_mul(z);
-    let cx = qp.c_mul(x);
-    let stat: Vec<f64> = (0..x.len()).map(|k| hx[k] - qp.p[k] - ctz[k]).collect();
-    let tiny = f64::MIN_POSITIVE;
-    let force = norm_inf(&hx).max(norm_inf(&qp.p)).max(norm_inf(&ctz)).max(tiny);
-    // Velocity scale: the constraint rows of x, of r, and of the free motion p ⊘ diag(H)
-    // (what the contacts have to stop: gravity's g Δt for a block at rest, whose x and r
-    // are ~0).
-    let diag = qp.h_diagonal();
-    let free: Vec<f64> =
-        qp.p.iter().zip(&diag).map(|(p, d)| if *d > 0.0 { p / d } else { 0.0 }).collect();
-    let velocity = norm_inf(&cx).max(norm_inf(&qp.r)).max(norm_inf(&qp.c_mul(&free))).max(tiny);
-    // Percussion scale: z's own, or the step's momentum scale when every contact is (nearly)
-    // open (z ~ 0 then, and z's own scale would make roundoff look like a residual).
-    let zs = norm_inf(z).max(force);
-    let s: Vec<f64> = cx.iter().zip(&qp.r).map(|(a, b)| a - b).collect();
-    let mut primal: f64 = 0.0;
-    let mut dual: f64 = 0.0;
-    let mut comp: f64 = 0.0;
-    let nan = |a: f64, b: f64| if a.is_nan() || b.is_nan() { f64::NAN } else { a.max(b) };
-    for_each_cone(cones, &s, z, |r| {
-        primal = nan(primal, r.primal);
-        dual = nan(dual, r.dual);
-        comp = nan(comp, r.complementarity);
-    });
-    Certificate {
-        stationarity: norm_inf(&stat) / force,
-        primal: primal / velocity,
-        dual: dual / zs,
-        complementarity: comp / (zs * velocity),
+    Certifier::new(qp, cones).certify(x, z)
+}
+
+/// [`certify`] for one program checked many times (an iterative solve): the parts of the
+/// scales that depend on the data alone (‖p‖∞, ‖r‖∞ and the free motion's velocity) are
+/// computed once, and a caller that has C x at hand passes it in. Same results, bit for
+/// bit, as [`certify`].
+pub struct Certifier<'a> {
+    qp: &'a Qp,
+    cones: &'a [SupportedConeT<f64>],
+    /// ‖p‖∞.
+    p_norm: f64,
+    /// max(‖r‖∞, ‖C(p ⊘ diag H)‖∞).
+    velocity_floor: f64,
+}
+
+impl<'a> Certifier<'a> {
+    /// The data-only scales of `qp`.
+    pub fn new(qp: &'a Qp, cones: &'a [SupportedConeT<f64>]) -> Self {
+        // Velocity scale: the constraint rows of x (per call), of r, and of the free
+        // motion p ⊘ diag(H) (what the contacts have to stop: gravity's g Δt for a block at
+        // rest, whose x and r are ~0).
+        let diag = qp.h_diagonal();
+        let free: Vec<f64> =
+            qp.p.iter().zip(&diag).map(|(p, d)| if *d > 0.0 { p / d } else { 0.0 }).collect();
+        let velocity_floor = norm_inf(&qp.r).max(norm_inf(&qp.c_mul(&free)));
+        Certifier { qp, cones, p_norm: norm_inf(&qp.p), velocity_floor }
+    }
+
+    /// The certificate of (x, z).
+    pub fn certify(&self, x: &[f64], z: &[f64]) -> Certificate {
+        self.certify_with(x, &self.qp.c_mul(x), z)
+    }
+
+    /// The certificate of (x, z) given `cx` = C x.
+    pub fn certify_with(&self, x: &[f64], cx: &[f64], z: &[f64]) -> Certificate {
+        let qp = self.qp;
+        assert_eq!(x.len(), qp.n());
+        assert_eq!(z.len(), qp.m());
+        assert_eq!(cx.len(), qp.m());
+        let hx = qp.h_mul(x);
+        let ctz = qp.ct_mul(z);
+        let stat = (0..x.len()).fold(0.0f64, |m, k| m.max((hx[k] - qp.p[k] - ctz[k]).abs()));
+        let tiny = f64::MIN_POSITIVE;
+        let force = norm_inf(&hx).max(self.p_norm).max(norm_inf(&ctz)).max(tiny);
+        let velocity = norm_inf(cx).max(self.velocity_floor).max(tiny);
+        // Percussion scale: z's own, or the step's momentum scale when every contact is
+        // (nearly) open (z ~ 0 then, and z's own scale would make roundoff look like a
+        // residual).
+        let zs = norm_inf(z).max(force);
+        let s: Vec<f64> = cx.iter().zip(&qp.r).map(|(a, b)| a - b).collect();
+        let mut primal: f64 = 0.0;
+        let mut dual: f64 = 0.0;
+        let mut comp: f64 = 0.0;
+        let nan = |a: f64, b: f64| if a.is_nan() || b.is_nan() { f64::NAN } else { a.max(b) };
+        for_each_cone(self.cones, &s, z, |r| {
+            primal = nan(primal, r.primal);
+            dual = nan(dual, r.dual);
+            comp = nan(comp, r.complementarity);
+        });
+        Certificate {
+            stationarity: stat / force,
+            primal: primal / velocity,
+            dual: dual / zs,
+            complementarity: comp / (zs * velocity),
+        }
     }
 }
 

@@ -44,7 +44,7 @@
 //! the solve stops when the certificate holds to the tolerance.
 
 use crate::solver::assembly::{JumpBody, JumpContact};
-use crate::solver::certificate::{Certificate, certify};
+use crate::solver::certificate::{Certificate, Certifier, certify};
 use crate::solver::friction::ConeQp;
 use nalgebra::{Matrix3, SMatrix, Vector3};
 
@@ -509,6 +509,7 @@ pub fn solve(
     let mut solved = false;
     let mut next_check = 1;
     let nr = rows.len();
+    let certifier = Certifier::new(&cq.qp, &cq.cones);
     while sweeps < max_sweeps {
         for t in 0..nr {
             let k = if sweeps % 2 == 0 { t } else { nr - 1 - t };
@@ -539,7 +540,7 @@ pub fn solve(
         if sweeps == next_check || sweeps == max_sweeps {
             next_check = if sweeps < 8 { 2 * sweeps } else { sweeps + 10 };
             x = rebuild(&lambda);
-            certificate = certify(&cq.qp, &cq.cones, &x, &z_rows(&z));
+            certificate = certifier.certify(&x, &z_rows(&z));
             if certificate.holds(tolerance) {
                 solved = true;
                 break;
@@ -576,7 +577,7 @@ pub fn solve(
                         break;
                     };
                     polishes += 1;
-                    let c = certify(&cq.qp, &cq.cones, &xp, &z_rows(&zp));
+                    let c = certifier.certify(&xp, &z_rows(&zp));
                     let sp = s_of(&xp);
                     if c.holds(tolerance) {
                         for (k, r) in rows.iter().enumerate() {

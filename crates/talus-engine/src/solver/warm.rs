@@ -402,22 +402,26 @@ impl BlockK {
         let nb = n / 6;
         let h = &qp.h_upper;
         let mut adj: Vec<Vec<usize>> = vec![Vec::new(); nb];
-        let mut edge = |i: usize, j: usize| {
-            if i != j {
-                adj[i].push(j);
-                adj[j].push(i);
-            }
-        };
+        // H's upper triangle by block columns: each coupled pair once (`seen[i] == j`).
+        let mut seen = vec![usize::MAX; nb];
         for col in 0..n {
-            for k in h.colptr[col]..h.colptr[col + 1] {
-                edge(h.rowval[k] / 6, col / 6);
+            let j = col / 6;
+            for &row in &h.rowval[h.colptr[col]..h.colptr[col + 1]] {
+                let i = row / 6;
+                if i != j && seen[i] != j {
+                    seen[i] = j;
+                    adj[i].push(j);
+                    adj[j].push(i);
+                }
             }
         }
         for k in 0..qp.m() {
             if let ([a, b], _) = rows.row(k)
                 && b != NO_BODY
+                && a != b
             {
-                edge(a as usize, b as usize);
+                adj[a as usize].push(b as usize);
+                adj[b as usize].push(a as usize);
             }
         }
         for a in adj.iter_mut() {
