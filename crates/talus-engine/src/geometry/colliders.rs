@@ -11,7 +11,48 @@
 //! without a block vertex also touching the terrain, so only they are tested against boxes
 //! (a flat or concave edge under a block would only add redundant points).
 
+use std::cell::RefCell;
+
 use nalgebra::Vector3;
+
+/// Marks over indices (triangles, vertices, edges) that tell the first visit of an index
+/// in a pass from the next ones, so that a query's duplicates are dropped as they come
+/// instead of sorted away. One per thread ([`with_marks`]); a pass is one epoch.
+pub(crate) struct Marks {
+    epoch: u32,
+    mark: Vec<u32>,
+}
+
+impl Marks {
+    /// Start a pass over indices below `n`.
+    pub(crate) fn begin(&mut self, n: usize) {
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.mark.fill(0);
+            self.epoch = 1;
+        }
+        if self.mark.len() < n {
+            self.mark.resize(n, 0);
+        }
+    }
+
+    /// Whether this is the pass's first visit of `i` (and mark it).
+    pub(crate) fn first(&mut self, i: u32) -> bool {
+        let m = &mut self.mark[i as usize];
+        let first = *m != self.epoch;
+        *m = self.epoch;
+        first
+    }
+}
+
+thread_local! {
+    static MARKS: RefCell<Marks> = const { RefCell::new(Marks { epoch: 0, mark: Vec::new() }) };
+}
+
+/// Run `f` with this thread's [`Marks`] (not re-entrant).
+pub(crate) fn with_marks<R>(f: impl FnOnce(&mut Marks) -> R) -> R {
+    MARKS.with(|m| f(&mut m.borrow_mut()))
+}
 
 /// A static plane (the thesis's ground z = 0, an inclined plane, a wall).
 #[derive(Debug, Clone, PartialEq)]
@@ -328,6 +369,16 @@ impl TinCollider {
         self.normals[t as usize]
     }
 
+    /// Number of vertices.
+    pub fn n_vertices(&self) -> usize {
+        self.vertices.len()
+    }
+
+    /// Number of edges.
+    pub fn n_edges(&self) -> usize {
+        self.edges.len()
+    }
+
     /// The edges of triangle `t` (indices into [`TinCollider::edge`]).
     pub fn triangle_edges(&self, t: u32) -> [u32; 3] {
         self.tri_edges[t as usize]
@@ -350,17 +401,22 @@ impl TinCollider {
             return;
         }
         let (x0, y0, x1, y1) = self.grid.range(&lo, &hi);
-        for iy in y0..=y1 {
-            for ix in x0..=x1 {
-                out.extend_from_slice(self.grid.cell_items(ix, iy));
+        with_marks(|marks| {
+            marks.begin(self.triangles.len());
+            for iy in y0..=y1 {
+                for ix in x0..=x1 {
+                    for &t in self.grid.cell_items(ix, iy) {
+                        if marks.first(t) {
+                            let (a, b) = &self.boxes[t as usize];
+                            if a[0] <= hi[0] && b[0] >= lo[0] && a[1] <= hi[1] && b[1] >= lo[1] {
+                                out.push(t);
+                            }
+                        }
+                    }
+                }
             }
-        }
-        out.sort_unstable();
-        out.dedup();
-        out.retain(|&t| {
-            let (a, b) = &self.boxes[t as usize];
-            a[0] <= hi[0] && b[0] >= lo[0] && a[1] <= hi[1] && b[1] >= lo[1]
         });
+        out.sort_unstable();
     }
 
     /// Barycentric xy coordinates of (x, y) in triangle `t` (None if its xy area is zero).

@@ -49,7 +49,7 @@
 use nalgebra::{Matrix3, Vector3};
 
 use crate::body::Block;
-use crate::geometry::colliders::{Plane, TinCollider};
+use crate::geometry::colliders::{Plane, TinCollider, with_marks};
 
 type V3 = Vector3<f64>;
 
@@ -375,24 +375,30 @@ pub fn box_tin(b: &Block, tin: &TinCollider, tris: &[u32], tol: f64, out: &mut V
         }
     }
     // (b) Sharp terrain vertices and (c) sharp edges, each once (lowest triangle).
+    // `tris` ascends, so a vertex's first triangle is its lowest.
+    debug_assert!(tris.windows(2).all(|w| w[0] < w[1]), "box_tin: triangles must ascend");
     let mut verts: Vec<(u32, u32)> = Vec::new();
     let mut edges: Vec<u32> = Vec::new();
-    for &t in tris {
-        for v in tin.indices(t) {
-            if tin.is_sharp_vertex(v) {
-                verts.push((v, t));
+    with_marks(|marks| {
+        marks.begin(tin.n_vertices());
+        for &t in tris {
+            for v in tin.indices(t) {
+                if tin.is_sharp_vertex(v) && marks.first(v) {
+                    verts.push((v, t));
+                }
             }
         }
-        for e in tin.triangle_edges(t) {
-            if e != u32::MAX && tin.edge(e).sharp {
-                edges.push(e);
+        marks.begin(tin.n_edges());
+        for &t in tris {
+            for e in tin.triangle_edges(t) {
+                if e != u32::MAX && tin.edge(e).sharp && marks.first(e) {
+                    edges.push(e);
+                }
             }
         }
-    }
+    });
     verts.sort_unstable();
-    verts.dedup_by_key(|x| x.0);
     edges.sort_unstable();
-    edges.dedup();
     for (v, t) in verts {
         let p = tin.vertices()[v as usize];
         let (gap, dir) = point_box(&o.local(&p), &o.h);
