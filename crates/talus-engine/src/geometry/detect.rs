@@ -66,15 +66,16 @@ pub fn detect(
         first[k + 1] += first[k];
     }
     let tris: Vec<Vec<u32>> = match &statics.tin {
+        // One scratch buffer per rayon job, and one allocation of the right size per block.
         Some(tin) => blocks
             .par_iter()
-            .map(|b| {
-                let mut out = Vec::new();
+            .map_init(Vec::new, |scratch, b| {
+                scratch.clear();
                 if live(b) {
                     let a = broad::block_aabb(b, tol);
-                    tin.query_xy([a.min.x, a.min.y], [a.max.x, a.max.y], &mut out);
+                    tin.query_xy([a.min.x, a.min.y], [a.max.x, a.max.y], scratch);
                 }
-                out
+                scratch.to_vec()
             })
             .collect(),
         None => Vec::new(),
@@ -83,24 +84,24 @@ pub fn detect(
 
     // Each block's oriented box once (the rotation matrix of its quaternion).
     let obbs: Vec<Obb> = blocks.par_iter().map(Obb::of).collect();
-    let per_block: Vec<Vec<Contact>> =
-        (0..blocks.len())
-            .into_par_iter()
-            .map(|i| {
+    let per_block: Vec<Vec<Contact>> = (0..blocks.len())
+        .into_par_iter()
+        .map_init(
+            || (Vec::<Touch>::new(), Vec::<(u32, Touch)>::new()),
+            |(touches, tt), i| {
                 let b = &blocks[i];
                 let mut out = Vec::new();
                 if !live(b) {
                     return out;
                 }
-                let mut touches: Vec<Touch> = Vec::new();
                 for (k, plane) in statics.planes.iter().enumerate() {
                     touches.clear();
-                    narrow::box_plane(b, plane, tol, &mut touches);
+                    narrow::box_plane(b, plane, tol, touches);
                     out.extend(touches.iter().map(|t| contact(i, Other::Plane(k), t)));
                 }
                 if let Some(tin) = &statics.tin {
-                    let mut tt = Vec::new();
-                    narrow::box_tin(b, tin, &tris[i], tol, &mut tt);
+                    tt.clear();
+                    narrow::box_tin(b, tin, &tris[i], tol, tt);
                     out.extend(tt.iter().map(|(t, touch)| contact(i, Other::Terrain(*t), touch)));
                 }
                 let oi = &obbs[i];
@@ -110,10 +111,10 @@ pub fn detect(
                     touches.clear();
                     // Canonical order: the block with the smaller (id, index) is box A.
                     if (b.id, i) <= (c.id, j) {
-                        narrow::box_box(oi, oj, tol, &mut touches);
+                        narrow::box_box(oi, oj, tol, touches);
                         out.extend(touches.iter().map(|t| contact(i, Other::Block(j), t)));
                     } else {
-                        narrow::box_box(oj, oi, tol, &mut touches);
+                        narrow::box_box(oj, oi, tol, touches);
                         out.extend(touches.iter().map(|t| Contact {
                             normal: -t.normal,
                             ..contact(i, Other::Block(j), t)
@@ -122,8 +123,9 @@ pub fn detect(
                 }
                 out.sort_by(order);
                 out
-            })
-            .collect();
+            },
+        )
+        .collect();
     let contacts: Vec<Contact> = per_block.into_iter().flatten().collect();
     let t2 = Instant::now();
     timings.broad = (t1 - t0).as_secs_f64();

@@ -377,8 +377,8 @@ pub fn box_tin(b: &Block, tin: &TinCollider, tris: &[u32], tol: f64, out: &mut V
     // (b) Sharp terrain vertices and (c) sharp edges, each once (lowest triangle).
     // `tris` ascends, so a vertex's first triangle is its lowest.
     debug_assert!(tris.windows(2).all(|w| w[0] < w[1]), "box_tin: triangles must ascend");
-    let mut verts: Vec<(u32, u32)> = Vec::new();
-    let mut edges: Vec<u32> = Vec::new();
+    let mut verts: Vec<(u32, u32)> = Vec::with_capacity(tris.len());
+    let mut edges: Vec<u32> = Vec::with_capacity(tris.len());
     with_marks(|marks| {
         marks.begin(tin.n_vertices());
         for &t in tris {

@@ -264,11 +264,12 @@ pub fn assemble_cones(
 ) -> ConeQp {
     assert_eq!(contacts.len(), friction.len());
     let n = base.n();
-    let mut rows = Vec::new();
-    let mut cols = Vec::new();
-    let mut vals = Vec::new();
-    let mut r = Vec::new();
-    let mut cones: Vec<SupportedConeT<f64>> = Vec::new();
+    // At most three rows of two bodies' six columns per contact.
+    let mut rows = Vec::with_capacity(36 * contacts.len());
+    let mut cols = Vec::with_capacity(36 * contacts.len());
+    let mut vals = Vec::with_capacity(36 * contacts.len());
+    let mut r = Vec::with_capacity(3 * contacts.len());
+    let mut cones: Vec<SupportedConeT<f64>> = Vec::with_capacity(contacts.len());
     let mut normal_rows = Vec::with_capacity(contacts.len());
     let mut tangents = Vec::with_capacity(contacts.len());
     let mut run = 0usize; // frictionless rows not yet given a cone
