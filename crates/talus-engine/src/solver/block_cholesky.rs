@@ -159,7 +159,7 @@ impl BlockCholesky {
         let get = |b: &[f64], i: usize| Vector6::from_column_slice(&b[6 * i..6 * i + 6]);
         // L y = b.
         for j in 0..self.n_blocks() {
-            let y = self.diag_inv[j] * get(b, j);
+            let y = lower_mul(&self.diag_inv[j], &get(b, j));
             b[6 * j..6 * j + 6].copy_from_slice(y.as_slice());
             for p in self.ptr[j]..self.ptr[j + 1] {
                 let i = self.rows[p];
@@ -175,10 +175,46 @@ impl BlockCholesky {
             for p in self.ptr[j]..self.ptr[j + 1] {
                 t -= self.blocks[p].tr_mul(&get(b, self.rows[p]));
             }
-            let x = self.diag_inv[j].tr_mul(&t);
+            let x = lower_tr_mul(&self.diag_inv[j], &t);
             b[6 * j..6 * j + 6].copy_from_slice(x.as_slice());
         }
     }
+}
+
+/// `l * v` for a lower-triangular `l` (a diagonal block's L_jj⁻¹), bit for bit, without
+/// the products above the diagonal. nalgebra sums the columns' products in column order; the
+/// ones above the diagonal are zeros, added last, which leave a nonzero sum as it is (they
+/// are added when the sum is zero, for its sign).
+fn lower_mul(l: &Matrix6<f64>, v: &Vector6<f64>) -> Vector6<f64> {
+    let mut y = Vector6::zeros();
+    for r in 0..6 {
+        let mut s = v[0] * l[(r, 0)];
+        for c in 1..=r {
+            s += v[c] * l[(r, c)];
+        }
+        if s == 0.0 {
+            for c in r + 1..6 {
+                s += v[c] * l[(r, c)];
+            }
+        }
+        y[r] = s;
+    }
+    y
+}
+
+/// `l.tr_mul(v)` (lᵀ v) for a lower-triangular `l`, bit for bit, without the products of
+/// its zeros: nalgebra's dot products start from +0 and add the products in row order, and
+/// the zeros come first there, so the sum is +0 until the first product of the triangle.
+fn lower_tr_mul(l: &Matrix6<f64>, v: &Vector6<f64>) -> Vector6<f64> {
+    let mut y = Vector6::zeros();
+    for r in 0..6 {
+        let mut s = 0.0;
+        for c in r..6 {
+            s += l[(c, r)] * v[c];
+        }
+        y[r] = s;
+    }
+    y
 }
 
 #[cfg(test)]
@@ -240,6 +276,36 @@ mod tests {
         // The residual, independently of the dense factor.
         let r = &k * DMatrix::from_column_slice(n, 1, &x) - DMatrix::from_column_slice(n, 1, &b);
         assert!(r.amax() < 1e-12, "residual {}", r.amax());
+    }
+
+    /// The triangular products give nalgebra's bits, signed zeros included.
+    #[test]
+    fn triangular_products_are_nalgebras_bit_for_bit() {
+        let mut s = 99u64;
+        let mut rnd = || {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((s >> 11) as f64 / (1u64 << 53) as f64) - 0.5
+        };
+        let bits = |v: &Vector6<f64>| v.iter().map(|a| a.to_bits()).collect::<Vec<u64>>();
+        let mut zero_results = 0;
+        for case in 0..4000 {
+            let l = Matrix6::from_fn(|r, c| if c <= r { rnd() } else { 0.0 });
+            // Vectors with zeros of both signs in many places, and cancelling entries.
+            let mut v = Vector6::from_fn(|_, _| rnd());
+            for k in 0..6 {
+                match (case >> (2 * k)) & 3 {
+                    0 => v[k] = 0.0,
+                    1 => v[k] = -0.0,
+                    _ => {}
+                }
+            }
+            let (a, b) = (lower_mul(&l, &v), l * v);
+            assert_eq!(bits(&a), bits(&b), "L v, case {case}: {a:?} against {b:?}");
+            let (a, b) = (lower_tr_mul(&l, &v), l.tr_mul(&v));
+            assert_eq!(bits(&a), bits(&b), "Lᵀ v, case {case}: {a:?} against {b:?}");
+            zero_results += b.iter().filter(|x| **x == 0.0).count();
+        }
+        assert!(zero_results > 1000, "the cases must include zero sums ({zero_results})");
     }
 
     /// An indefinite matrix is refused.
