@@ -477,3 +477,24 @@ pub struct Statics {
     /// Planes (ground, slopes, walls).
     pub planes: Vec<Plane>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// First visits are told apart within a pass, every pass starts afresh, and a mark
+    /// left 2³² passes ago does not pass for one of the new pass when the epoch wraps.
+    #[test]
+    fn marks_tell_first_visits_in_each_pass_and_across_the_epochs_wrap() {
+        let mut m = Marks { epoch: 0, mark: Vec::new() };
+        m.begin(3);
+        assert!(m.first(2) && !m.first(2) && m.first(0) && !m.first(0));
+        m.begin(5);
+        assert!(m.first(2) && m.first(4) && !m.first(4));
+        // Index 0 marked in pass 1, long ago; the epoch about to wrap back to 1.
+        let mut m = Marks { epoch: u32::MAX, mark: vec![1, u32::MAX, 0] };
+        m.begin(3);
+        assert!(m.first(0), "a mark of the epoch before the wrap");
+        assert!(m.first(1) && m.first(2) && !m.first(0));
+    }
+}
