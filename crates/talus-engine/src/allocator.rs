@@ -5,7 +5,7 @@
 //! of the heap goes back to the kernel as soon as 128 kB are free there, so the next step's
 //! allocations fault every page in again (zeroed by the kernel). On 150 steps of the default
 //! site's run, one thread: 168,900 page faults against 4,500 with the settings below, and
-//! 3.8–4.0 s against 3.6–3.9 s, the kernel's share 0.40–0.46 s against 0.06–0.09 s
+//! 3.82–4.01 s against 3.55–3.91 s, the kernel's share 0.40–0.46 s against 0.06–0.09 s
 //! (docs/benchmarks.md, session 24). The outputs are the same bit for bit.
 
 /// Keep freed memory in the process (up to 256 MB free at the top of the heap) and serve

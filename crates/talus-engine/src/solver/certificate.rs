@@ -126,8 +126,9 @@ pub fn certify(qp: &Qp, cones: &[SupportedConeT<f64>], x: &[f64], z: &[f64]) -> 
 
 /// [`certify`] for one program checked many times (an iterative solve): the parts of the
 /// scales that depend on the data alone (‖p‖∞, ‖r‖∞ and the free motion's velocity) are
-/// computed once, and a caller that has C x at hand passes it in. Same results, bit for
-/// bit, as [`certify`].
+/// computed once, and a caller that has C x at hand passes it in. The residuals are those
+/// of computing every scale at each check, bit for bit (the same operations in the same
+/// order: the maxima of the scales only regroup).
 pub struct Certifier<'a> {
     qp: &'a Qp,
     cones: &'a [SupportedConeT<f64>],
