@@ -484,7 +484,15 @@ pub fn solve(
         it += 1;
         if it == next_check || it == max_iterations {
             next_check = if it < 8 { 2 * it } else { it + 10 };
+            // Without an adaptation due, the check only decides whether to stop, and a
+            // primal residual over the tolerance decides it without the products of the
+            // rest (the certificate is computed in full before it is used or returned).
+            let adapt = it >= last_adapt + ADAPT_EVERY;
             // cx holds C x of this iterate (the s-update's).
+            let primal_holds = certifier.primal_with(&cx) <= tolerance;
+            if !adapt && it < max_iterations && !primal_holds {
+                continue;
+            }
             certificate = certifier.certify_with(&x, &cx, &z);
             if certificate.holds(tolerance) {
                 break;
@@ -492,7 +500,7 @@ pub fn solve(
             // Balance the residuals: a large primal residual asks for a stiffer penalty,
             // everywhere when the residuals are out of balance, else on the cones that
             // hold the certificate back.
-            if it >= last_adapt + ADAPT_EVERY {
+            if adapt {
                 let ratio = (certificate.primal.max(certificate.complementarity)
                     / certificate.stationarity.max(1e-300))
                 .sqrt();
