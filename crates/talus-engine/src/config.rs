@@ -229,6 +229,10 @@ pub struct SeparationConfig {
     /// applied, a contact is solved again only once one of its blocks has moved, and the
     /// sweeps stop early once one applies no update. 0: every sweep visits every contact.
     pub tolerance: f64,
+    /// Passes of detection and correction after the motion (`position_after_motion`), 1:
+    /// each detects the contacts on the blocks as the previous one left them and corrects
+    /// them; the passes stop at one that finds no penetration beyond `slop`.
+    pub passes: u32,
 }
 
 impl Default for SeparationConfig {
@@ -240,6 +244,7 @@ impl Default for SeparationConfig {
             slop: 0.0,
             iterations: 20,
             tolerance: 0.0,
+            passes: 1,
         }
     }
 }
@@ -426,6 +431,12 @@ impl Config {
             return bad(format!(
                 "separation: beta = {} must be in [0, 1], max_velocity = {} m/s, slop = {} m and tolerance = {} m >= 0",
                 s.beta, s.max_velocity, s.slop, s.tolerance
+            ));
+        }
+        if s.passes == 0 || s.passes > 1 && s.method != SeparationMethod::PositionAfterMotion {
+            return bad(format!(
+                "separation: passes = {} must be at least 1, and more than 1 only with method = \"position_after_motion\"",
+                s.passes
             ));
         }
         match self.solver {

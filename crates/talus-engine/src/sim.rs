@@ -146,6 +146,7 @@ impl Simulation {
                     slop: config.separation.slop,
                     iterations: config.separation.iterations,
                     tolerance: config.separation.tolerance,
+                    passes: config.separation.passes,
                 },
                 SeparationMethod::Velocity => Correction::Velocity,
             },
@@ -259,20 +260,27 @@ impl Simulation {
             &contacts,
             &mut self.warm,
         );
-        if let Correction::AfterMotion { slop, iterations, tolerance } = self.params.correction {
-            let mut after = DetectTimings::default();
-            let contacts = self.detect(&mut after);
-            timings.broad += after.broad;
-            timings.narrow += after.narrow;
-            jump.separation_work += correct_after_motion(
-                &mut self.blocks,
-                &contacts,
-                self.params.beta,
-                slop,
-                iterations,
-                tolerance,
-                self.params.gravity,
-            );
+        if let Correction::AfterMotion { slop, iterations, tolerance, passes } =
+            self.params.correction
+        {
+            for _ in 0..passes {
+                let mut after = DetectTimings::default();
+                let contacts = self.detect(&mut after);
+                timings.broad += after.broad;
+                timings.narrow += after.narrow;
+                match correct_after_motion(
+                    &mut self.blocks,
+                    &contacts,
+                    self.params.beta,
+                    slop,
+                    iterations,
+                    tolerance,
+                    self.params.gravity,
+                ) {
+                    Some(work) => jump.separation_work += work,
+                    None => break,
+                }
+            }
         }
         self.step += 1;
         self.totals.dissipated += jump.dissipated;
@@ -312,7 +320,8 @@ impl Simulation {
 /// every penetration δ < −slop by [`position_correction`] on all contacts at once, swept in
 /// [`correction_order`]. Velocities are unchanged, angular velocities turned with their
 /// blocks.
-/// Returns the work done against gravity (the step's `separation_work`), J.
+/// Returns the work done against gravity (the step's `separation_work`), J, or `None`
+/// when no contact is deeper than `slop` (nothing moved).
 fn correct_after_motion(
     blocks: &mut [Block],
     contacts: &[Contact],
@@ -321,9 +330,9 @@ fn correct_after_motion(
     iterations: u32,
     tolerance: f64,
     gravity: f64,
-) -> f64 {
+) -> Option<f64> {
     if !contacts.iter().any(|c| c.gap < -slop) {
-        return 0.0;
+        return None;
     }
     let bodies: Vec<JumpBody> = blocks
         .iter()
@@ -359,7 +368,8 @@ fn correct_after_motion(
         .zip(dq)
         .filter(|(b, _)| b.active)
         .map(|(b, (dp, dtheta))| move_by(b, &dp, &dtheta, gravity))
-        .sum()
+        .sum::<f64>()
+        .into()
 }
 
 /// Wall-clock helper for the phases measured outside the step.

@@ -92,7 +92,8 @@ pub enum Correction {
     Position { slop: f64, iterations: u32, tolerance: f64 },
     /// The same on the gaps detected after the motion: done by the caller once the blocks
     /// have moved ([`crate::sim::Simulation::advance`]); the step itself corrects nothing.
-    AfterMotion { slop: f64, iterations: u32, tolerance: f64 },
+    /// `passes` of detection and correction.
+    AfterMotion { slop: f64, iterations: u32, tolerance: f64, passes: u32 },
 }
 
 /// A QP that was not solved, kept for the dump.

@@ -73,6 +73,47 @@ fn a_penetration_that_no_contact_foresaw_is_corrected_after_the_motion() {
     assert!((work - lift).abs() < 1e-9 * lift, "correction work {work} J, expected {lift} J");
 }
 
+/// The same fall with `passes` = 1, 2, 3: each pass detects the cube where the previous
+/// one left it and removes β = 0.8 of what remains, so the bottom ends at 0.2^passes of
+/// the free-fall penetration, the velocity untouched, and the work is the potential energy
+/// of the whole lift. More than one pass is refused with the other methods, and none at all.
+#[test]
+fn each_pass_after_the_motion_removes_beta_of_what_the_last_one_left() {
+    let z1 = 0.1 - DT * (20.0 + G * DT / 2.0);
+    for passes in 1..=3 {
+        let mut config = config(SeparationMethod::PositionAfterMotion, G);
+        config.separation.passes = passes;
+        let st = statics(&config, None);
+        let mut sim = Simulation::new(config, vec![cube(0.1, 20.0)], st).expect("simulation");
+        let (e, _) = sim.advance();
+        let b = &sim.blocks[0];
+        let left = 0.2f64.powi(passes as i32);
+        let (bottom, expected) = (b.pos.z - 0.5, left * z1);
+        assert!(
+            (bottom - expected).abs() < 1e-9,
+            "{passes} passes: bottom {bottom} m, expected {expected} m"
+        );
+        assert!((b.vel.z + 20.0 + G * DT).abs() < 1e-12, "{passes} passes: velocity {}", b.vel.z);
+        let lift = b.mass * G * (1.0 - left) * -z1;
+        let work = e.separation_work;
+        assert!(
+            (work - lift).abs() < 1e-9 * lift,
+            "{passes} passes: work {work} J, expected {lift} J"
+        );
+    }
+    for (method, passes) in [
+        (SeparationMethod::Position, 2),
+        (SeparationMethod::Velocity, 2),
+        (SeparationMethod::PositionAfterMotion, 0),
+    ] {
+        let mut config = config(method, G);
+        config.separation.passes = passes;
+        let st = statics(&config, None);
+        let err = Simulation::new(config, vec![cube(0.1, 20.0)], st).err().expect("refused");
+        assert!(err.to_string().contains("passes"), "{method:?}, {passes} passes: {err}");
+    }
+}
+
 /// Two equal cubes overlapping by 0.2 m, at rest, without gravity: the correction after
 /// the motion moves each by half of β × 0.2 m along the pair's normal, and leaves them at
 /// rest (it injects no kinetic energy; the jump leaves them at rest to the solver's
