@@ -5,7 +5,7 @@ use crate::body::Block;
 use crate::config::{Config, ConfigError, SeparationMethod};
 use crate::geometry::colliders::Statics;
 use crate::geometry::contact::{Contact, Other};
-use crate::geometry::detect::{DetectParams, DetectTimings, detect};
+use crate::geometry::detect::{DetectParams, DetectTimings, detect, detect_again};
 use crate::solver::assembly::{JumpBody, JumpContact};
 use crate::solver::warm::ContactKey;
 use crate::solver::warm::WarmStart;
@@ -89,6 +89,21 @@ pub struct Simulation {
     pub step: u64,
     pub warm: WarmStart,
     pub totals: Totals,
+    /// The last detection's contacts and the blocks' poses it saw: the next detection
+    /// computes again only the contacts of blocks that moved since ([`detect_again`]).
+    last_detection: Option<(Vec<Contact>, Vec<Pose>)>,
+}
+
+/// A block's position, orientation and activity, by their bits (what a contact depends on).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Pose([u64; 7], bool);
+
+impl Pose {
+    fn of(b: &Block) -> Self {
+        let q = b.rot.coords;
+        let bits = [b.pos.x, b.pos.y, b.pos.z, q.x, q.y, q.z, q.w].map(f64::to_bits);
+        Pose(bits, b.active)
+    }
 }
 
 fn finite3(v: &nalgebra::Vector3<f64>) -> bool {
@@ -161,6 +176,7 @@ impl Simulation {
             step: 0,
             warm: WarmStart::default(),
             totals: Totals::default(),
+            last_detection: None,
         };
         if !sim.config.allow_initial_overlap {
             sim.check_overlap()?;
@@ -175,6 +191,22 @@ impl Simulation {
     pub fn detect(&self, timings: &mut DetectTimings) -> Vec<Contact> {
         let params = DetectParams { tolerance: self.config.tolerance };
         detect(&self.blocks, &self.statics, &params, timings)
+    }
+
+    /// [`Simulation::detect`], computing again only the contacts of the blocks that moved
+    /// since the last call (the same contacts, in the same order).
+    fn detect_moved(&mut self, timings: &mut DetectTimings) -> Vec<Contact> {
+        let params = DetectParams { tolerance: self.config.tolerance };
+        let poses: Vec<Pose> = self.blocks.iter().map(Pose::of).collect();
+        let contacts = match self.last_detection.take() {
+            Some((previous, before)) if before.len() == poses.len() => {
+                let moved: Vec<bool> = before.iter().zip(&poses).map(|(a, b)| a != b).collect();
+                detect_again(&self.blocks, &self.statics, &params, timings, &previous, &moved)
+            }
+            _ => detect(&self.blocks, &self.statics, &params, timings),
+        };
+        self.last_detection = Some((contacts.clone(), poses));
+        contacts
     }
 
     /// Contacts overlapping deeper than `initial_overlap_tolerance`, by pair, deepest first.
@@ -252,7 +284,7 @@ impl Simulation {
     /// One step: detection, jump, motion, deactivation.
     pub fn advance(&mut self) -> (Energies, Diagnostics) {
         let mut timings = DetectTimings::default();
-        let contacts = self.detect(&mut timings);
+        let contacts = self.detect_moved(&mut timings);
         let mut jump = step_with_friction(
             &self.params,
             &self.config.friction,
@@ -265,7 +297,7 @@ impl Simulation {
         {
             for _ in 0..passes {
                 let mut after = DetectTimings::default();
-                let contacts = self.detect(&mut after);
+                let contacts = self.detect_moved(&mut after);
                 timings.broad += after.broad;
                 timings.narrow += after.narrow;
                 match correct_after_motion(

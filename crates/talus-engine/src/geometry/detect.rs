@@ -49,7 +49,47 @@ pub fn detect(
     params: &DetectParams,
     timings: &mut DetectTimings,
 ) -> Vec<Contact> {
+    detect_with(blocks, statics, params, timings, None)
+}
+
+/// [`detect`] of a configuration that differs from an earlier one only in the blocks with
+/// `moved[i]`: `previous` is [`detect`]'s answer for the earlier one. The contacts of a
+/// block with the terrain or a plane, and of a pair of blocks, are computed again only
+/// when one of its blocks moved, and taken from `previous` otherwise; the answer is
+/// [`detect`]'s, in the same order (each contact depends on its blocks alone).
+pub fn detect_again(
+    blocks: &[Block],
+    statics: &Statics,
+    params: &DetectParams,
+    timings: &mut DetectTimings,
+    previous: &[Contact],
+    moved: &[bool],
+) -> Vec<Contact> {
+    assert_eq!(moved.len(), blocks.len());
+    detect_with(blocks, statics, params, timings, Some((previous, moved)))
+}
+
+fn detect_with(
+    blocks: &[Block],
+    statics: &Statics,
+    params: &DetectParams,
+    timings: &mut DetectTimings,
+    reuse: Option<(&[Contact], &[bool])>,
+) -> Vec<Contact> {
     let tol = params.tolerance;
+    let moved = |k: usize| reuse.is_none_or(|(_, m)| m[k]);
+    // The earlier contacts of each block: previous[before[i]..before[i + 1]] (they come
+    // sorted by block).
+    let mut before = vec![0usize; blocks.len() + 1];
+    if let Some((previous, _)) = reuse {
+        for c in previous {
+            before[c.i + 1] += 1;
+        }
+        for k in 0..blocks.len() {
+            before[k + 1] += before[k];
+        }
+    }
+    let earlier = |i: usize| reuse.map_or(&[][..], |(p, _)| &p[before[i]..before[i + 1]]);
     let t0 = Instant::now();
     let live = |b: &Block| {
         b.active
@@ -69,9 +109,10 @@ pub fn detect(
         // One scratch buffer per rayon job, and one allocation of the right size per block.
         Some(tin) => blocks
             .par_iter()
-            .map_init(Vec::new, |scratch, b| {
+            .enumerate()
+            .map_init(Vec::new, |scratch, (i, b)| {
                 scratch.clear();
-                if live(b) {
+                if live(b) && moved(i) {
                     let a = broad::block_aabb(b, tol);
                     tin.query_xy([a.min.x, a.min.y], [a.max.x, a.max.y], scratch);
                 }
@@ -94,18 +135,33 @@ pub fn detect(
                 if !live(b) {
                     return out;
                 }
-                for (k, plane) in statics.planes.iter().enumerate() {
-                    touches.clear();
-                    narrow::box_plane(b, plane, tol, touches);
-                    out.extend(touches.iter().map(|t| contact(i, Other::Plane(k), t)));
-                }
-                if let Some(tin) = &statics.tin {
-                    tt.clear();
-                    narrow::box_tin(b, tin, &tris[i], tol, tt);
-                    out.extend(tt.iter().map(|(t, touch)| contact(i, Other::Terrain(*t), touch)));
+                let kept = earlier(i);
+                if !moved(i) {
+                    // The same block against the same statics: the same contacts.
+                    out.extend(kept.iter().filter(|c| matches!(c.other, Other::Plane(_))).cloned());
+                    out.extend(
+                        kept.iter().filter(|c| matches!(c.other, Other::Terrain(_))).cloned(),
+                    );
+                } else {
+                    for (k, plane) in statics.planes.iter().enumerate() {
+                        touches.clear();
+                        narrow::box_plane(b, plane, tol, touches);
+                        out.extend(touches.iter().map(|t| contact(i, Other::Plane(k), t)));
+                    }
+                    if let Some(tin) = &statics.tin {
+                        tt.clear();
+                        narrow::box_tin(b, tin, &tris[i], tol, tt);
+                        out.extend(
+                            tt.iter().map(|(t, touch)| contact(i, Other::Terrain(*t), touch)),
+                        );
+                    }
                 }
                 let oi = &obbs[i];
                 for &(_, j) in &pairs[first[i]..first[i + 1]] {
+                    if !moved(i) && !moved(j) {
+                        out.extend(kept.iter().filter(|c| c.other == Other::Block(j)).cloned());
+                        continue;
+                    }
                     let c = &blocks[j];
                     let oj = &obbs[j];
                     touches.clear();
