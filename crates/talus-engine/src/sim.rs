@@ -89,9 +89,10 @@ pub struct Simulation {
     pub step: u64,
     pub warm: WarmStart,
     pub totals: Totals,
-    /// The last detection's contacts and the blocks' poses it saw: the next detection
-    /// computes again only the contacts of blocks that moved since ([`detect_again`]).
-    last_detection: Option<(Vec<Contact>, Vec<Pose>)>,
+    /// The last detection's contacts, the blocks' poses and the tolerance it saw: the next
+    /// detection computes again only the contacts of blocks that moved since
+    /// ([`detect_again`]).
+    last_detection: Option<(Vec<Contact>, Vec<Pose>, f64)>,
 }
 
 /// A block's position, orientation and activity, by their bits (what a contact depends on).
@@ -199,13 +200,15 @@ impl Simulation {
         let params = DetectParams { tolerance: self.config.tolerance };
         let poses: Vec<Pose> = self.blocks.iter().map(Pose::of).collect();
         let contacts = match self.last_detection.take() {
-            Some((previous, before)) if before.len() == poses.len() => {
+            Some((previous, before, tolerance))
+                if before.len() == poses.len() && tolerance == params.tolerance =>
+            {
                 let moved: Vec<bool> = before.iter().zip(&poses).map(|(a, b)| a != b).collect();
                 detect_again(&self.blocks, &self.statics, &params, timings, &previous, &moved)
             }
             _ => detect(&self.blocks, &self.statics, &params, timings),
         };
-        self.last_detection = Some((contacts.clone(), poses));
+        self.last_detection = Some((contacts.clone(), poses, params.tolerance));
         contacts
     }
 
