@@ -489,8 +489,11 @@ pub fn solve(
             // rest (the certificate is computed in full before it is used or returned).
             let adapt = it >= last_adapt + ADAPT_EVERY;
             // cx holds C x of this iterate (the s-update's).
-            let primal_holds = certifier.primal_with(&cx) <= tolerance;
-            if !adapt && it < max_iterations && !primal_holds {
+            let fails = !adapt && it < max_iterations && {
+                let primal = certifier.primal_with(&cx);
+                primal > tolerance || primal.is_nan()
+            };
+            if fails {
                 continue;
             }
             certificate = certifier.certify_with(&x, &cx, &z);
