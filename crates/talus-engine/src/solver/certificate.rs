@@ -55,6 +55,11 @@ fn norm_inf(v: &[f64]) -> f64 {
     v.iter().fold(0.0, |m, a| m.max(a.abs()))
 }
 
+/// The larger of two residuals, NaN when either is.
+fn nan_max(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() { f64::NAN } else { a.max(b) }
+}
+
 /// Euclidean distance of `v` to the second-order cone {v₀ ≥ ‖v₁..‖}.
 pub fn soc_distance(v: &[f64]) -> f64 {
     soc_distance_of(v[0], v[1..].iter().map(|a| a * a).sum::<f64>().sqrt())
@@ -168,29 +173,32 @@ impl<'a> Certifier<'a> {
     pub fn primal_with(&self, cx: &[f64]) -> f64 {
         let qp = self.qp;
         assert_eq!(cx.len(), qp.m());
-        let velocity = norm_inf(cx).max(self.velocity_floor).max(f64::MIN_POSITIVE);
-        let nan = |a: f64, b: f64| if a.is_nan() || b.is_nan() { f64::NAN } else { a.max(b) };
         let mut primal: f64 = 0.0;
         let mut row = 0;
         for cone in self.cones {
             match *cone {
                 SupportedConeT::NonnegativeConeT(n) => {
                     for (c, r) in cx[row..row + n].iter().zip(&qp.r[row..row + n]) {
-                        primal = nan(primal, (-(c - r)).max(0.0));
+                        primal = nan_max(primal, (-(c - r)).max(0.0));
                     }
                     row += n;
                 }
                 SupportedConeT::SecondOrderConeT(n) => {
                     let s = |k: usize| cx[k] - qp.r[k];
                     let t = (row + 1..row + n).map(|k| s(k) * s(k)).sum::<f64>().sqrt();
-                    primal = nan(primal, soc_distance_of(s(row), t));
+                    primal = nan_max(primal, soc_distance_of(s(row), t));
                     row += n;
                 }
                 _ => panic!("certify: only non-negative and second-order cones occur in a jump"),
             }
         }
         assert_eq!(row, cx.len(), "cones must cover every row");
-        primal / velocity
+        primal / self.velocity(cx)
+    }
+
+    /// The velocity scale V at C x = `cx`.
+    fn velocity(&self, cx: &[f64]) -> f64 {
+        norm_inf(cx).max(self.velocity_floor).max(f64::MIN_POSITIVE)
     }
 
     /// The certificate of (x, z) given `cx` = C x.
@@ -202,9 +210,8 @@ impl<'a> Certifier<'a> {
         let hx = qp.h_mul(x);
         let ctz = qp.ct_mul(z);
         let stat = (0..x.len()).fold(0.0f64, |m, k| m.max((hx[k] - qp.p[k] - ctz[k]).abs()));
-        let tiny = f64::MIN_POSITIVE;
-        let force = norm_inf(&hx).max(self.p_norm).max(norm_inf(&ctz)).max(tiny);
-        let velocity = norm_inf(cx).max(self.velocity_floor).max(tiny);
+        let force = norm_inf(&hx).max(self.p_norm).max(norm_inf(&ctz)).max(f64::MIN_POSITIVE);
+        let velocity = self.velocity(cx);
         // Percussion scale: z's own, or the step's momentum scale when every contact is
         // (nearly) open (z ~ 0 then, and z's own scale would make roundoff look like a
         // residual).
@@ -213,11 +220,10 @@ impl<'a> Certifier<'a> {
         let mut primal: f64 = 0.0;
         let mut dual: f64 = 0.0;
         let mut comp: f64 = 0.0;
-        let nan = |a: f64, b: f64| if a.is_nan() || b.is_nan() { f64::NAN } else { a.max(b) };
         for_each_cone(self.cones, &s, z, |r| {
-            primal = nan(primal, r.primal);
-            dual = nan(dual, r.dual);
-            comp = nan(comp, r.complementarity);
+            primal = nan_max(primal, r.primal);
+            dual = nan_max(dual, r.dual);
+            comp = nan_max(comp, r.complementarity);
         });
         Certificate {
             stationarity: stat / force,
