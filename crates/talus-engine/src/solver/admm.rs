@@ -43,14 +43,16 @@
 //! [`crate::solver::certificate::certify`] on the program's own data; the solve stops when
 //! it holds to the tolerance.
 
-use crate::solver::assembly::{JumpBody, JumpContact};
+use crate::solver::assembly::{JumpBody, JumpContact, PARALLEL_MIN_ROWS};
 use crate::solver::certificate::{Certificate, Certifier, for_each_cone};
 use crate::solver::friction::ConeQp;
 use crate::solver::nlgs::{ContactImpulse, ContactSolution};
+use crate::solver::pair::Pair;
 use crate::solver::warm::{DENSE_FACTOR_MAX, Factor};
 use clarabel::solver::SupportedConeT;
 use nalgebra::{DMatrix, DVector, Matrix3, Vector3};
 use std::collections::VecDeque;
+use std::sync::Mutex;
 
 /// Over-relaxation α.
 const ALPHA: f64 = 1.6;
@@ -185,6 +187,54 @@ pub struct AdmmOutcome {
     pub factorisations: u32,
 }
 
+/// The first cone that starts in the second half of `m` rows, and its first row (the
+/// cones' count and `m` when there is none): where [`solve`] splits the rows between two
+/// threads.
+fn half_of_the_cones(cones: &[SupportedConeT<f64>], m: usize) -> (usize, usize) {
+    let mut row = 0;
+    for (i, cone) in cones.iter().enumerate() {
+        if row >= m / 2 {
+            return (i, row);
+        }
+        row += match *cone {
+            SupportedConeT::NonnegativeConeT(n) | SupportedConeT::SecondOrderConeT(n) => n,
+            _ => panic!("admm: only non-negative and second-order cones occur in a jump"),
+        };
+    }
+    (cones.len(), m)
+}
+
+/// The s- and z-updates of the rows `r0..r0 + cx.len()`, those of `cones`, from their C x
+/// and the previous s and z (`acc`: Anderson's whole vectors, else the buffers' own):
+/// s = Π_K(ŵ − P⁻¹z) and z = P(s − (ŵ − P⁻¹z)) with ŵ = α(Cx − r) + (1 − α)s.
+#[allow(clippy::too_many_arguments)]
+fn update_s_z(
+    r0: usize,
+    cones: &[SupportedConeT<f64>],
+    r: &[f64],
+    rho: &[f64],
+    acc: Option<(&[f64], &[f64])>,
+    cx: &[f64],
+    v: &mut [f64],
+    s: &mut [f64],
+    z: &mut [f64],
+) {
+    for k in 0..cx.len() {
+        let g = r0 + k;
+        let (sk, zk) = match acc {
+            Some((sa, za)) => (sa[g], za[g]),
+            None => (s[k], z[k]),
+        };
+        let w = ALPHA * (cx[k] - r[g]) + (1.0 - ALPHA) * sk;
+        v[k] = w - zk / rho[g];
+    }
+    s.copy_from_slice(v);
+    project(cones, s);
+    for k in 0..cx.len() {
+        z[k] = rho[r0 + k] * (s[k] - v[k]);
+    }
+}
+
 /// Project `v` onto the cones, in place.
 fn project(cones: &[SupportedConeT<f64>], v: &mut [f64]) {
     let mut row = 0;
@@ -311,6 +361,29 @@ pub fn solve(
     max_iterations: u32,
     rule: Penalties,
 ) -> AdmmOutcome {
+    let on = |pair: Option<&Pair>| {
+        solve_on(cq, bodies, contacts, initial, tolerance, max_iterations, rule, pair)
+    };
+    if cq.qp.m() >= PARALLEL_MIN_ROWS && cq.qp.row_blocks().is_some() {
+        Pair::solve(on)
+    } else {
+        on(None)
+    }
+}
+
+/// [`solve`], its iterations' products, projections and triangular solves shared with
+/// `pair`'s helper (half the rows, bodies or subtrees each; the same answer, bit for bit).
+#[allow(clippy::too_many_arguments)]
+fn solve_on(
+    cq: &ConeQp,
+    bodies: &[JumpBody],
+    contacts: &[JumpContact],
+    initial: &[ContactImpulse],
+    tolerance: f64,
+    max_iterations: u32,
+    rule: Penalties,
+    pair: Option<&Pair>,
+) -> AdmmOutcome {
     let per_cone = rule == Penalties::PerCone;
     let qp = &cq.qp;
     let (n, m) = (qp.n(), qp.m());
@@ -419,6 +492,10 @@ pub fn solve(
     // Per-row factor on σ's penalty, raised on the cones that lag.
     let mut boost = vec![1.0f64; m];
     let certifier = Certifier::new(qp, &cq.cones);
+    // Two threads: the helper and C by rows, and where the rows and bodies are halved.
+    let two = pair.zip(qp.row_blocks());
+    let (split_cone, split_row) = half_of_the_cones(&cq.cones, m);
+    let split_body = bodies.len() / 2;
     while it < max_iterations {
         // x-update.
         if accelerate && !anderson && it >= ANDERSON_AFTER {
@@ -429,32 +506,77 @@ pub fn solve(
             input = encode(&s, &z, &rho);
         }
         let (zi, si) = if anderson { (&z_acc, &s_acc) } else { (&z, &s) };
-        for ((t, zk), ((rk, sk), pk)) in rhs_z.iter_mut().zip(zi).zip(rho.iter().zip(si).zip(&qp.r))
-        {
-            *t = zk + rk * (sk + pk);
-        }
-        qp.ct_mul_into(&rhs_z, &mut rhs);
-        for (a, p) in rhs.iter_mut().zip(&qp.p) {
-            *a += p;
+        match two {
+            Some((pair, rows)) => {
+                // By rows, then by bodies (half of each per thread).
+                let (a, b) = rhs_z.split_at_mut(split_row);
+                let parts = [Mutex::new(a), Mutex::new(b)];
+                pair.run(&|h| {
+                    let mut t = parts[h].lock().expect("a half's buffer");
+                    let r0 = if h == 0 { 0 } else { split_row };
+                    for (k, tk) in t.iter_mut().enumerate() {
+                        let g = r0 + k;
+                        *tk = zi[g] + rho[g] * (si[g] + qp.r[g]);
+                    }
+                });
+                let (a, b) = rhs.split_at_mut(6 * split_body);
+                let parts = [Mutex::new(a), Mutex::new(b)];
+                let rhs_z = &rhs_z;
+                pair.run(&|h| {
+                    let mut y = parts[h].lock().expect("a half's buffer");
+                    let first = if h == 0 { 0 } else { split_body };
+                    rows.mul_transpose_bodies(rhs_z, first, &mut y);
+                    for (a, p) in y.iter_mut().zip(&qp.p[6 * first..]) {
+                        *a += p;
+                    }
+                });
+            }
+            None => {
+                for ((t, zk), ((rk, sk), pk)) in
+                    rhs_z.iter_mut().zip(zi).zip(rho.iter().zip(si).zip(&qp.r))
+                {
+                    *t = zk + rk * (sk + pk);
+                }
+                qp.ct_mul_into(&rhs_z, &mut rhs);
+                for (a, p) in rhs.iter_mut().zip(&qp.p) {
+                    *a += p;
+                }
+            }
         }
         if it == 0 || it == last_adapt {
             factorisations += 1;
         }
-        if !factor.solve(&active, &mut rhs) {
+        if !factor.solve_with(&active, &mut rhs, two.map(|(pair, _)| pair)) {
             failed = true;
             break;
         }
         std::mem::swap(&mut x, &mut rhs);
         // s- and z-updates.
-        qp.c_mul_into(&x, &mut cx);
-        for k in 0..m {
-            let w = ALPHA * (cx[k] - qp.r[k]) + (1.0 - ALPHA) * si[k];
-            v[k] = w - zi[k] / rho[k];
-        }
-        s.copy_from_slice(&v);
-        project(&cq.cones, &mut s);
-        for k in 0..m {
-            z[k] = rho[k] * (s[k] - v[k]);
+        let acc = anderson.then_some((&s_acc[..], &z_acc[..]));
+        match two {
+            Some((pair, rows)) => {
+                let (cx0, cx1) = cx.split_at_mut(split_row);
+                let (v0, v1) = v.split_at_mut(split_row);
+                let (s0, s1) = s.split_at_mut(split_row);
+                let (z0, z1) = z.split_at_mut(split_row);
+                let parts = [Mutex::new((cx0, v0, s0, z0)), Mutex::new((cx1, v1, s1, z1))];
+                let x = &x;
+                pair.run(&|h| {
+                    let mut part = parts[h].lock().expect("a half's buffers");
+                    let (cx, v, s, z) = &mut *part;
+                    let (r0, cones) = if h == 0 {
+                        (0, &cq.cones[..split_cone])
+                    } else {
+                        (split_row, &cq.cones[split_cone..])
+                    };
+                    rows.mul_rows(r0, x, cx);
+                    update_s_z(r0, cones, &qp.r, &rho, acc, cx, v, s, z);
+                });
+            }
+            None => {
+                qp.c_mul_into(&x, &mut cx);
+                update_s_z(0, &cq.cones, &qp.r, &rho, acc, &cx, &mut v, &mut s, &mut z);
+            }
         }
         // Anderson acceleration of the map (s, z) → (s⁺, z⁺), in the coordinates
         // (√ρ s, z/√ρ) where both parts have one scale.

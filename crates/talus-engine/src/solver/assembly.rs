@@ -117,7 +117,14 @@ impl RowBlocks {
 
     /// y = C x.
     fn mul(&self, x: &[f64], y: &mut [f64]) {
-        for ((yr, bodies), v) in y.iter_mut().zip(&self.bodies).zip(&self.vals) {
+        self.mul_rows(0, x, y);
+    }
+
+    /// Rows `first..first + y.len()` of C x into y.
+    pub(crate) fn mul_rows(&self, first: usize, x: &[f64], y: &mut [f64]) {
+        let rows = first..first + y.len();
+        for ((yr, bodies), v) in y.iter_mut().zip(&self.bodies[rows.clone()]).zip(&self.vals[rows])
+        {
             let mut acc = 0.0;
             for (s, &b) in bodies.iter().enumerate() {
                 if b != NO_BODY {
@@ -133,11 +140,19 @@ impl RowBlocks {
 
     /// y = Cᵀ λ.
     fn mul_transpose(&self, lambda: &[f64], y: &mut [f64]) {
+        self.mul_transpose_bodies(lambda, 0, y);
+    }
+
+    /// The entries of Cᵀ λ of bodies `first..first + y.len() / 6` into y (each entry sums
+    /// its rows' terms in the rows' order, whatever the range).
+    pub(crate) fn mul_transpose_bodies(&self, lambda: &[f64], first: usize, y: &mut [f64]) {
         y.iter_mut().for_each(|a| *a = 0.0);
-        for ((&l, bodies), v) in lambda.iter().zip(&self.bodies).zip(&self.vals) {
-            for (s, &b) in bodies.iter().enumerate() {
-                if b != NO_BODY {
-                    let yb = &mut y[6 * b as usize..6 * b as usize + 6];
+        let bodies = first as u32..(first + y.len() / 6) as u32;
+        for ((&l, slots), v) in lambda.iter().zip(&self.bodies).zip(&self.vals) {
+            for (s, &b) in slots.iter().enumerate() {
+                if bodies.contains(&b) {
+                    let o = 6 * (b - bodies.start) as usize;
+                    let yb = &mut y[o..o + 6];
                     for a in 0..6 {
                         yb[a] += v[6 * s + a] * l;
                     }
@@ -146,6 +161,10 @@ impl RowBlocks {
         }
     }
 }
+
+/// Programs with at least this many rows are solved by ADMM on two threads when a rayon
+/// worker is idle ([`crate::solver::pair`]).
+pub(crate) const PARALLEL_MIN_ROWS: usize = 2048;
 
 impl Qp {
     /// The QP with these data.

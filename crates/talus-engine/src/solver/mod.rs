@@ -12,4 +12,5 @@ pub mod dense;
 pub mod friction;
 pub mod islands;
 pub mod nlgs;
+pub(crate) mod pair;
 pub mod warm;

@@ -57,6 +57,7 @@ use crate::solver::assembly::{NO_BODY, Qp, RowBlocks};
 use crate::solver::block_cholesky::BlockCholesky;
 use crate::solver::clarabel::{QpOutcome, QpStatus, SolverUsed, kkt_residuals, solve_clarabel};
 use crate::solver::nlgs::ContactImpulse;
+use crate::solver::pair::Pair;
 use faer::dyn_stack::{MemBuffer, MemStack, StackReq};
 use faer::linalg::solvers::{Llt, Solve};
 use faer::sparse::linalg::amd;
@@ -446,15 +447,25 @@ impl BlockK {
             chol.position(hi, lo).expect("K's block is in L's structure")
         };
         let mut h_target = Vec::with_capacity(h.nzval.len());
+        // A column's entries of one body come together: look their block up once.
+        let mut last: Option<(usize, usize, usize)> = None;
         for col in 0..n {
             for k in h.colptr[col]..h.colptr[col + 1] {
                 let row = h.rowval[k];
                 let (i, j) = (pos[row / 6], pos[col / 6]);
                 let (a, b) = ((row % 6) as u8, (col % 6) as u8);
+                let mut lower = || match last {
+                    Some((li, lj, p)) if (li, lj) == (i, j) => p,
+                    _ => {
+                        let p = coupling(i, j);
+                        last = Some((i, j, p));
+                        p
+                    }
+                };
                 h_target.push(match i.cmp(&j) {
                     std::cmp::Ordering::Equal => (Target::Diag(i), a, b),
-                    std::cmp::Ordering::Greater => (Target::Lower(coupling(i, j)), a, b),
-                    std::cmp::Ordering::Less => (Target::Lower(coupling(i, j)), b, a),
+                    std::cmp::Ordering::Greater => (Target::Lower(lower()), a, b),
+                    std::cmp::Ordering::Less => (Target::Lower(lower()), b, a),
                 });
             }
         }
@@ -488,7 +499,14 @@ impl BlockK {
     }
 
     /// Sum K's blocks for the active rows with penalties `rho` and factorise it.
-    fn factorise(&mut self, qp: &Qp, rows: &RowBlocks, rho: &[f64], active: &[bool]) -> bool {
+    fn factorise(
+        &mut self,
+        qp: &Qp,
+        rows: &RowBlocks,
+        rho: &[f64],
+        active: &[bool],
+        pair: Option<&Pair>,
+    ) -> bool {
         self.diag.iter_mut().chain(self.lower.iter_mut()).for_each(|m| *m = Matrix6::zeros());
         for (&v, &(t, a, b)) in qp.h_upper.nzval.iter().zip(&self.h_target) {
             let (a, b) = (a as usize, b as usize);
@@ -518,18 +536,18 @@ impl BlockK {
         }
         match &mut self.scalar {
             Some(sk) => sk.factorise(&self.diag, &self.lower),
-            None => self.chol.factorize(&self.diag, &self.lower),
+            None => self.chol.factorize(&self.diag, &self.lower, pair),
         }
     }
 
-    /// Solve K d = rhs in place.
-    fn solve(&mut self, rhs: &mut [f64]) {
+    /// Solve K d = rhs in place (with `pair`'s helper, see [`BlockCholesky::solve_in_place`]).
+    fn solve(&mut self, rhs: &mut [f64], pair: Option<&Pair>) {
         for (b, &p) in self.pos.iter().enumerate() {
             self.permuted[6 * p..6 * p + 6].copy_from_slice(&rhs[6 * b..6 * b + 6]);
         }
         match &mut self.scalar {
             Some(sk) => sk.solve(&mut self.permuted),
-            None => self.chol.solve_in_place(&mut self.permuted),
+            None => self.chol.solve_in_place(&mut self.permuted, pair),
         }
         for (b, &p) in self.pos.iter().enumerate() {
             rhs[6 * b..6 * b + 6].copy_from_slice(&self.permuted[6 * p..6 * p + 6]);
@@ -627,8 +645,9 @@ impl<'a> Factor<'a> {
         self.cache = None;
     }
 
-    /// Factorise K_A; `false` when the factorisation fails.
-    fn factorise(&mut self, active: &[bool]) -> bool {
+    /// Factorise K_A (with `pair`'s helper, see [`BlockCholesky::factorize`]); `false` when
+    /// the factorisation fails.
+    fn factorise(&mut self, active: &[bool], pair: Option<&Pair>) -> bool {
         match &mut self.backend {
             Backend::Dense(d) => {
                 let mut k = d.h.clone();
@@ -649,17 +668,28 @@ impl<'a> Factor<'a> {
             }
             Backend::Block(bk) => {
                 let rows = self.qp.row_blocks().expect("the block backend has C by rows");
-                bk.factorise(self.qp, rows, &self.rho, active)
+                bk.factorise(self.qp, rows, &self.rho, active, pair)
             }
         }
     }
 
     /// Solve K_A d = rhs in place; `false` when the factorisation fails.
     pub(crate) fn solve(&mut self, active: &[bool], rhs: &mut [f64]) -> bool {
+        self.solve_with(active, rhs, None)
+    }
+
+    /// [`Self::solve`], the factorisation and the triangular solves shared with `pair`'s
+    /// helper (block factors large enough to split).
+    pub(crate) fn solve_with(
+        &mut self,
+        active: &[bool],
+        rhs: &mut [f64],
+        pair: Option<&Pair>,
+    ) -> bool {
         let n = self.qp.n();
         if self.cache.as_deref() != Some(active) {
             self.cache = None;
-            if !self.factorise(active) {
+            if !self.factorise(active, pair) {
                 return false;
             }
             self.cache = Some(active.to_vec());
@@ -669,7 +699,7 @@ impl<'a> Factor<'a> {
                 let Some(llt) = &d.llt else { return false };
                 llt.solve_in_place(MatMut::from_column_major_slice_mut(rhs, n, 1));
             }
-            Backend::Block(bk) => bk.solve(rhs),
+            Backend::Block(bk) => bk.solve(rhs, pair),
         }
         true
     }
@@ -1083,9 +1113,9 @@ mod tests {
             let mut bk = BlockK::new(&qp, rows, work_max).expect("ordering");
             assert_eq!(bk.scalar.is_some(), work_max == 0.0);
             fill = bk.chol.work_per_column();
-            assert!(bk.factorise(&qp, rows, &rho, &active), "not factorised");
+            assert!(bk.factorise(&qp, rows, &rho, &active, None), "not factorised");
             let mut x = b.clone();
-            bk.solve(&mut x);
+            bk.solve(&mut x, None);
             let err = (0..n).map(|i| (x[i] - expected[i]).abs()).fold(0.0, f64::max);
             assert!(err < 1e-9 * scale, "work_max {work_max}: difference {err} (scale {scale})");
             let r = &k * DVector::from_vec(x) - DVector::from_vec(b.clone());

@@ -276,3 +276,51 @@ fn dense_and_sparse_factorisations_agree() {
     eprintln!("{checked} island QPs, island sizes {sizes:?}");
     assert!(sizes.contains(&5) && sizes.contains(&50), "island sizes {sizes:?}");
 }
+
+/// A packed frictional heap large enough for ADMM's two threads (an island of 192 bodies
+/// and thousands of cone rows; its factor split into two sets of subtrees) steps to the
+/// same state, bit for bit, on a pool of two threads as on one: the rows, bodies and
+/// subtrees shared with the helper are computed as on one thread.
+#[test]
+fn admm_on_two_threads_gives_the_one_thread_answer_bit_for_bit() {
+    use talus_engine::solver::friction::{FrictionConfig, FrictionLaw};
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a pool");
+        pool.install(|| {
+            let solver = SolverConfig::Nlgs {
+                tolerance: 1e-6,
+                max_sweeps: 100,
+                fallback_tolerance: 1e-9,
+                frictional_max_contacts: 0,
+                admm_iterations: 2000,
+            };
+            let mut config = heap::heap_config(4, solver);
+            config.friction = FrictionConfig {
+                block_block: Some(FrictionLaw::Coulomb(0.5)),
+                block_terrain: Some(FrictionLaw::Coulomb(0.5)),
+                slip_credit: true,
+            };
+            let blocks = heap::layered_blocks(192, 8, 0.5, 0.4, true);
+            let st = statics(&config, None);
+            let mut sim = Simulation::new(config, blocks, st).expect("simulation");
+            let mut rows = Vec::new();
+            let mut hashes = Vec::new();
+            for _ in 0..4 {
+                let (_, d) = sim.advance();
+                let j = &d.jump;
+                assert!(!j.fallback && j.solver == "admm", "certified by ADMM: {}", j.solver);
+                rows.push((j.islands, j.qp_constraints));
+                hashes.push(heap::state_hash(&sim.blocks));
+            }
+            (rows, hashes)
+        })
+    };
+    let (rows, one) = run(1);
+    let (_, two) = run(2);
+    eprintln!("islands and cone rows a step {rows:?}; state hashes {one:x?}");
+    assert!(
+        rows.iter().all(|&(islands, m)| islands == 1 && m >= 2048),
+        "one island large enough: {rows:?}"
+    );
+    assert_eq!(one, two);
+}
