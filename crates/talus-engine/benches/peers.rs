@@ -2,7 +2,8 @@
 //! thesis heaps (`data/thesis-granular/`, N blocks thrown onto the plane z = 0, Δt = 1 ms)
 //! stepped by Talus and, in the same run, by pybullet (50 sequential-impulse iterations) and
 //! rapier3d (its default 4 TGS iterations) through `benches/peers.py`, frictionless and
-//! with Coulomb μ = 0.5. Only the stepping loop is timed, single thread. For every engine
+//! with Coulomb μ = 0.5. Only the stepping loop is timed, on one thread (Talus in a rayon
+//! pool of TALUS_BENCH_THREADS threads, default 1; the peers single-threaded). For every engine
 //! the table gives s/step, the total, the ratio Talus / peer, and the final heap's median
 //! centre height and r95 (95th percentile of the horizontal distance of the centres from
 //! their mean), so that the heaps can be compared, not only the clocks.
@@ -18,6 +19,7 @@
 //! * TALUS_BENCH_SEPARATION = velocity: separation velocities (β = 0.2) instead of the
 //!   default position correction, to compare with the previous code in the same run;
 //! * TALUS_BENCH_TRACE = 1 prints a line per step with contacts (stderr);
+//! * TALUS_BENCH_THREADS = Talus's threads (default 1: as the peers run);
 //! * TALUS_BENCH_PEERS = comma-separated peers (default pybullet,rapier; empty: none).
 //!   A peer whose Python module is missing is reported as skipped.
 
@@ -188,9 +190,14 @@ fn main() {
             .collect(),
         Ok(other) => panic!("TALUS_BENCH_SOLVER: unknown solver {other:?}"),
     };
+    let threads: usize = std::env::var("TALUS_BENCH_THREADS")
+        .ok()
+        .map(|v| v.parse().expect("TALUS_BENCH_THREADS: a number of threads"))
+        .unwrap_or(1);
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a pool");
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
-        "thesis heaps, {steps} steps of 1 ms, Talus solver {:?}{}; cores {}; load {}",
+        "thesis heaps, {steps} steps of 1 ms, Talus solver {:?}{}, {threads} thread(s); cores {}; load {}",
         solvers[0],
         if solvers.len() > 1 { " (the tolerance of each run in its row)" } else { "" },
         std::thread::available_parallelism().map_or(0, |n| n.get()),
@@ -209,7 +216,7 @@ fn main() {
                         }
                         _ => "talus".to_string(),
                     };
-                    (name, talus(n, mu, steps, solver))
+                    (name, pool.install(|| talus(n, mu, steps, solver)))
                 })
                 .collect();
             for (name, t) in &runs {
