@@ -11,21 +11,23 @@
 //!
 //! The blocks must come in a fill-reducing order (the caller orders the bodies by AMD).
 //!
-//! # Solves on two threads
+//! # On two threads
 //!
-//! Row j of L has blocks only in columns that descend from j in the elimination tree, so
-//! the columns of disjoint subtrees are solved independently. A large factor is split once
-//! into two sets of subtrees of about equal work and the rest of the tree (the top): the
-//! forward solve does the two sets at once, then the top; the backward solve the top,
-//! then the two sets ([`crate::solver::pair`]). Each column sums the same products in the same order as on one
-//! thread (the forward solve gathers its row's products by ascending column, as the
-//! column-by-column updates subtracted them), so the answer is the same, bit for bit.
+//! Column j of L is updated only by columns that descend from j in the elimination tree,
+//! and row j of L has blocks only in those columns, so the columns of disjoint subtrees
+//! are factorised and solved independently. A large factor is split once into two sets of
+//! subtrees of about equal work and the rest of the tree (the top), each set's blocks
+//! stored together: the factorisation and the forward solve do the two sets at once, then
+//! the top; the backward solve the top, then the two sets ([`crate::solver::pair`]). Each
+//! column is computed by the same operations in the same order as on one thread (the
+//! forward solve gathers its row's products by ascending column, as the column-by-column
+//! updates subtracted them), so the factor and the answer are the same, bit for bit.
 
 use crate::solver::pair::Pair;
 use nalgebra::{Matrix6, Vector6};
 use std::sync::Mutex;
 
-/// Factors with fewer block columns are solved on one thread.
+/// Factors with fewer block columns stay on one thread.
 const SPLIT_MIN_BLOCKS: usize = 64;
 /// Subtrees split while looking for the best pair of sets.
 const SPLIT_MAX_STEPS: usize = 256;
@@ -164,8 +166,10 @@ pub(crate) struct BlockCholesky {
 
 impl BlockCholesky {
     /// The structure of L from the blocks of K strictly below the diagonal: `lower[j]`
-    /// holds the block rows i > j with K_ij ≠ 0.
-    pub(crate) fn new(lower: &[Vec<usize>]) -> Self {
+    /// holds the block rows i > j with K_ij ≠ 0. With `two_threads`, a large factor is
+    /// split for two threads (its blocks stored by set); else the columns are stored in
+    /// order, as a single thread reads them best.
+    pub(crate) fn new(lower: &[Vec<usize>], two_threads: bool) -> Self {
         let nb = lower.len();
         let mut cols: Vec<Vec<usize>> = Vec::with_capacity(nb);
         let mut children: Vec<Vec<usize>> = vec![Vec::new(); nb];
@@ -189,7 +193,9 @@ impl BlockCholesky {
         }
         let mut row_count = vec![0usize; nb];
         cols.iter().flatten().for_each(|&i| row_count[i] += 1);
-        let mut split = (nb >= SPLIT_MIN_BLOCKS).then(|| find_split(&cols, &row_count)).flatten();
+        let mut split = (two_threads && nb >= SPLIT_MIN_BLOCKS)
+            .then(|| find_split(&cols, &row_count))
+            .flatten();
         let order: Vec<usize> = match &split {
             Some(sp) => sp.sets[0].iter().chain(&sp.sets[1]).chain(&sp.top).copied().collect(),
             None => (0..nb).collect(),
@@ -403,9 +409,18 @@ impl BlockCholesky {
             b[6 * j..6 * j + 6].copy_from_slice(v.as_slice());
         };
         let (Some(split), Some(pair)) = (&self.split, pair) else {
+            // L y = b column by column (each y_j subtracted from the rows below it: the same
+            // terms, in the same order, as the gathered rows of the split solve).
             for j in 0..self.n_blocks() {
-                let y = self.forward(j, get6(b, j), |k| get6(b, k));
+                let y = lower_mul(&self.diag_inv[j], &get6(b, j));
                 set(b, j, y);
+                for p in self.start[j]..self.end[j] {
+                    let i = self.rows[p];
+                    let t = self.blocks[p] * y;
+                    for (v, d) in b[6 * i..6 * i + 6].iter_mut().zip(t.iter()) {
+                        *v -= d;
+                    }
+                }
             }
             for j in (0..self.n_blocks()).rev() {
                 let x = self.backward(j, get6(b, j), |k| get6(b, k));
@@ -542,7 +557,7 @@ mod tests {
         for &(i, j) in &pairs {
             lower[j].push(i);
         }
-        let mut f = BlockCholesky::new(&lower);
+        let mut f = BlockCholesky::new(&lower, false);
         assert!(f.n_lower() > pairs.len(), "the chords should cause fill");
         let block = |i: usize, j: usize| Matrix6::from_fn(|a, b| k[(6 * i + a, 6 * j + b)]);
         let diag: Vec<Matrix6<f64>> = (0..nb).map(|i| block(i, i)).collect();
@@ -640,7 +655,7 @@ mod tests {
         for &(i, j) in &pairs {
             lower[j].push(i);
         }
-        let mut f = BlockCholesky::new(&lower);
+        let mut f = BlockCholesky::new(&lower, true);
         let split = f.split.clone().expect("the two chains are split apart");
         assert!(split.sets.iter().all(|s| s.len() >= chain / 2), "sets {:?}", split.sets);
         assert!(!split.top.is_empty() && split.top.len() <= sep, "top {:?}", split.top);
@@ -683,7 +698,7 @@ mod tests {
     /// An indefinite matrix is refused.
     #[test]
     fn refuses_an_indefinite_matrix() {
-        let mut f = BlockCholesky::new(&[vec![1], vec![]]);
+        let mut f = BlockCholesky::new(&[vec![1], vec![]], false);
         let diag = [Matrix6::identity(), Matrix6::identity()];
         let low = [Matrix6::identity() * 2.0];
         assert!(!f.factorize(&diag, &low, None));

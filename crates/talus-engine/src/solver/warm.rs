@@ -441,7 +441,9 @@ impl BlockK {
                 lower[pos[i]].push(pos[j]);
             }
         }
-        let chol = BlockCholesky::new(&lower);
+        // Split for two threads when the solve may get a second one (an ADMM solve in a
+        // pool of two threads or more, `crate::solver::pair`).
+        let chol = BlockCholesky::new(&lower, rayon::current_num_threads() > 1);
         let coupling = |i: usize, j: usize| {
             let (hi, lo) = if i > j { (i, j) } else { (j, i) };
             chol.position(hi, lo).expect("K's block is in L's structure")
