@@ -409,7 +409,9 @@ fn solve_on(
         iterations: 0,
         factorisations: 0,
     };
-    let Some(mut factor) = Factor::new(qp, DENSE_FACTOR_MAX) else { return out };
+    let Some(mut factor) = Factor::new(qp, DENSE_FACTOR_MAX, pair.is_some()) else {
+        return out;
+    };
     let inv_mass = factor.inv_mass().to_vec();
     let mut sigma = SIGMA_START;
     let accelerate = ANDERSON_MEMORY > 0 && tolerance < ANDERSON_BELOW;

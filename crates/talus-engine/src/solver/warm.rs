@@ -397,8 +397,9 @@ impl ScalarK {
 
 impl BlockK {
     /// `None` when the AMD ordering fails. Factors with more than `block_work_max` block
-    /// products per column go to faer ([`BLOCK_WORK_MAX`]).
-    fn new(qp: &Qp, rows: &RowBlocks, block_work_max: f64) -> Option<Self> {
+    /// products per column go to faer ([`BLOCK_WORK_MAX`]). With `two_threads` the block
+    /// factor is split for a solve that has a second thread ([`BlockCholesky::new`]).
+    fn new(qp: &Qp, rows: &RowBlocks, block_work_max: f64, two_threads: bool) -> Option<Self> {
         let n = qp.n();
         let nb = n / 6;
         let h = &qp.h_upper;
@@ -441,9 +442,7 @@ impl BlockK {
                 lower[pos[i]].push(pos[j]);
             }
         }
-        // Split for two threads when the solve may get a second one (an ADMM solve in a
-        // pool of two threads or more, `crate::solver::pair`).
-        let chol = BlockCholesky::new(&lower, rayon::current_num_threads() > 1);
+        let chol = BlockCholesky::new(&lower, two_threads);
         let coupling = |i: usize, j: usize| {
             let (hi, lo) = if i > j { (i, j) } else { (j, i) };
             chol.position(hi, lo).expect("K's block is in L's structure")
@@ -587,13 +586,14 @@ pub(crate) struct Factor<'a> {
 
 impl<'a> Factor<'a> {
     /// Islands of at most `dense_factor_max` unknowns, and programs whose unknowns do not
-    /// come in bodies of six, are factorised dense; the others by blocks.
-    pub(crate) fn new(qp: &'a Qp, dense_factor_max: usize) -> Option<Self> {
+    /// come in bodies of six, are factorised dense; the others by blocks, split for two
+    /// threads with `two_threads` (a solve that has a [`Pair`]).
+    pub(crate) fn new(qp: &'a Qp, dense_factor_max: usize, two_threads: bool) -> Option<Self> {
         let n = qp.n();
         let h = &qp.h_upper;
         let backend = match qp.row_blocks() {
             Some(rows) if n > dense_factor_max => {
-                Backend::Block(Box::new(BlockK::new(qp, rows, BLOCK_WORK_MAX)?))
+                Backend::Block(Box::new(BlockK::new(qp, rows, BLOCK_WORK_MAX, two_threads)?))
             }
             _ => {
                 let hd = qp.h_dense();
@@ -798,7 +798,7 @@ pub(crate) fn solve_equality(
     lambda0: &[f64],
     iterations: &mut u32,
 ) -> Option<Primal> {
-    let mut f = Factor::new(qp, DENSE_FACTOR_MAX)?;
+    let mut f = Factor::new(qp, DENSE_FACTOR_MAX, false)?;
     let active = vec![true; qp.m()];
     solve_on(&mut f, &active, lambda0, x0, iterations)
 }
@@ -917,7 +917,7 @@ pub fn try_solve_with(
     dense_factor_max: usize,
 ) -> Option<QpOutcome> {
     let (n, m) = (qp.n(), qp.m());
-    let mut f = Factor::new(qp, dense_factor_max)?;
+    let mut f = Factor::new(qp, dense_factor_max, false)?;
     let (pscale, rscale) = f.scales;
     let done = |x: Vec<f64>, lambda: Vec<f64>, iterations: u32| {
         let (prim, dual, _, _) = kkt_residuals(qp, &x, &lambda);
@@ -1112,7 +1112,7 @@ mod tests {
         let scale = expected.amax();
         let mut fill = 0.0;
         for work_max in [f64::INFINITY, 0.0] {
-            let mut bk = BlockK::new(&qp, rows, work_max).expect("ordering");
+            let mut bk = BlockK::new(&qp, rows, work_max, false).expect("ordering");
             assert_eq!(bk.scalar.is_some(), work_max == 0.0);
             fill = bk.chol.work_per_column();
             assert!(bk.factorise(&qp, rows, &rho, &active, None), "not factorised");
