@@ -13,7 +13,7 @@
 //! operations in the same order whichever thread does it: the answer is the same, bit for
 //! bit, on one thread or two.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -131,13 +131,17 @@ impl Pair {
         });
         *self.job.lock().expect("the job's lock") = Some(job);
         self.state.store(phase << 1, Ordering::Release);
-        f(0);
+        // Half 0 may panic: the helper may still be in half 1, which borrows what the
+        // unwinding would free, so wait for it before unwinding.
+        let first = catch_unwind(AssertUnwindSafe(|| f(0)));
         if self
             .state
             .compare_exchange(phase << 1, phase << 1 | 1, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
         {
-            f(1);
+            if first.is_ok() {
+                f(1);
+            }
         } else {
             // Spin while the helper finishes its half; yield if it takes long (the helper
             // may have lost its core).
@@ -150,11 +154,14 @@ impl Pair {
                     std::thread::yield_now();
                 }
             }
-            if self.panicked.load(Ordering::Acquire) {
-                panic!("a solve's second thread panicked");
-            }
         }
         *self.job.lock().expect("the job's lock") = None;
+        if let Err(p) = first {
+            resume_unwind(p);
+        }
+        if self.panicked.load(Ordering::Acquire) {
+            panic!("a solve's second thread panicked");
+        }
     }
 }
 
@@ -196,5 +203,50 @@ mod tests {
             let p = p as u64;
             assert_eq!(sums[p as usize], p * (99 * 100 / 2) + p * (199 * 200 / 2));
         }
+    }
+
+    /// A panic in the solver's half unwinds the solve only once the helper's half, which
+    /// may borrow what the unwinding frees, is over: a guard dropped by the unwinding finds
+    /// every started half finished.
+    #[test]
+    fn a_panicking_half_waits_for_the_other() {
+        struct Guard<'a>(&'a AtomicU64, &'a AtomicU64, &'a AtomicBool);
+        impl Drop for Guard<'_> {
+            fn drop(&mut self) {
+                if self.0.load(Ordering::SeqCst) != self.1.load(Ordering::SeqCst) {
+                    self.2.store(true, Ordering::SeqCst);
+                }
+            }
+        }
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().expect("a pool");
+        let (mut helped, early) = (0, AtomicBool::new(false));
+        for _ in 0..20 {
+            let (started, finished) = (AtomicU64::new(0), AtomicU64::new(0));
+            let outcome = pool.install(|| {
+                catch_unwind(AssertUnwindSafe(|| {
+                    Pair::solve(|pair| {
+                        let pair = pair.expect("two threads");
+                        let _guard = Guard(&started, &finished, &early);
+                        // A few phases first, so that the helper has joined.
+                        for _ in 0..200 {
+                            pair.run(&|_| std::hint::black_box(()));
+                        }
+                        pair.run(&|half| {
+                            if half == 0 {
+                                std::thread::sleep(std::time::Duration::from_millis(2));
+                                panic!("half 0");
+                            }
+                            started.fetch_add(1, Ordering::SeqCst);
+                            std::thread::sleep(std::time::Duration::from_millis(20));
+                            finished.fetch_add(1, Ordering::SeqCst);
+                        });
+                    })
+                }))
+            });
+            assert!(outcome.is_err(), "the panic reaches the caller");
+            helped += started.load(Ordering::SeqCst);
+        }
+        assert!(!early.load(Ordering::SeqCst), "the solve unwound while the helper ran");
+        assert!(helped > 0, "the helper never took the second half");
     }
 }
