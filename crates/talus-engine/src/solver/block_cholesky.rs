@@ -521,6 +521,57 @@ mod tests {
     use super::*;
     use nalgebra::DMatrix;
 
+    /// A random symmetric matrix on the block pattern `pairs` (i > j) of `nb` blocks, each
+    /// diagonal entry shifted by `diagonal` (positive definite when it dominates), and the
+    /// blocks below its diagonal by column.
+    fn random_spd(
+        nb: usize,
+        pairs: &[(usize, usize)],
+        diagonal: f64,
+        rnd: &mut impl FnMut() -> f64,
+    ) -> (DMatrix<f64>, Vec<Vec<usize>>) {
+        let n = 6 * nb;
+        let mut k = DMatrix::<f64>::zeros(n, n);
+        for &(i, j) in pairs {
+            for a in 0..6 {
+                for b in 0..6 {
+                    let v = rnd();
+                    k[(6 * i + a, 6 * j + b)] = v;
+                    k[(6 * j + b, 6 * i + a)] = v;
+                }
+            }
+        }
+        for i in 0..nb {
+            for a in 0..6 {
+                for b in 0..=a {
+                    let v = if a == b { diagonal + rnd() } else { rnd() };
+                    k[(6 * i + a, 6 * i + b)] = v;
+                    k[(6 * i + b, 6 * i + a)] = v;
+                }
+            }
+        }
+        let mut lower: Vec<Vec<usize>> = vec![Vec::new(); nb];
+        for &(i, j) in pairs {
+            lower[j].push(i);
+        }
+        (k, lower)
+    }
+
+    /// K's diagonal blocks and its blocks below the diagonal at their positions in `f`.
+    fn blocks_of(
+        k: &DMatrix<f64>,
+        f: &BlockCholesky,
+        pairs: &[(usize, usize)],
+    ) -> (Vec<Matrix6<f64>>, Vec<Matrix6<f64>>) {
+        let block = |i: usize, j: usize| Matrix6::from_fn(|a, b| k[(6 * i + a, 6 * j + b)]);
+        let diag = (0..f.n_blocks()).map(|i| block(i, i)).collect();
+        let mut low = vec![Matrix6::zeros(); f.n_lower()];
+        for &(i, j) in pairs {
+            low[f.position(i, j).unwrap()] = block(i, j);
+        }
+        (diag, low)
+    }
+
     /// A random SPD matrix on a block pattern (a path with chords, so that the factor has
     /// fill), solved by the block factor and by a dense Cholesky.
     #[test]
@@ -534,37 +585,10 @@ mod tests {
         let mut pairs: Vec<(usize, usize)> = (1..nb).map(|i| (i, i - 1)).collect();
         pairs.extend([(5, 0), (9, 2), (11, 4), (7, 3)]);
         let n = 6 * nb;
-        let mut k = DMatrix::<f64>::zeros(n, n);
-        for &(i, j) in &pairs {
-            for a in 0..6 {
-                for b in 0..6 {
-                    let v = rnd();
-                    k[(6 * i + a, 6 * j + b)] = v;
-                    k[(6 * j + b, 6 * i + a)] = v;
-                }
-            }
-        }
-        for i in 0..nb {
-            for a in 0..6 {
-                for b in 0..=a {
-                    let v = if a == b { 40.0 + rnd() } else { rnd() };
-                    k[(6 * i + a, 6 * i + b)] = v;
-                    k[(6 * i + b, 6 * i + a)] = v;
-                }
-            }
-        }
-        let mut lower: Vec<Vec<usize>> = vec![Vec::new(); nb];
-        for &(i, j) in &pairs {
-            lower[j].push(i);
-        }
+        let (k, lower) = random_spd(nb, &pairs, 40.0, &mut rnd);
         let mut f = BlockCholesky::new(&lower, false);
         assert!(f.n_lower() > pairs.len(), "the chords should cause fill");
-        let block = |i: usize, j: usize| Matrix6::from_fn(|a, b| k[(6 * i + a, 6 * j + b)]);
-        let diag: Vec<Matrix6<f64>> = (0..nb).map(|i| block(i, i)).collect();
-        let mut low = vec![Matrix6::zeros(); f.n_lower()];
-        for &(i, j) in &pairs {
-            low[f.position(i, j).unwrap()] = block(i, j);
-        }
+        let (diag, low) = blocks_of(&k, &f, &pairs);
         assert!(f.factorize(&diag, &low, None));
         let b: Vec<f64> = (0..n).map(|_| rnd()).collect();
         let mut x = b.clone();
@@ -632,39 +656,12 @@ mod tests {
         }
         pairs.extend((1..sep).map(|i| (2 * chain + i, 2 * chain + i - 1)));
         let n = 6 * nb;
-        let mut k = DMatrix::<f64>::zeros(n, n);
-        for &(i, j) in &pairs {
-            for a in 0..6 {
-                for b in 0..6 {
-                    let v = rnd();
-                    k[(6 * i + a, 6 * j + b)] = v;
-                    k[(6 * j + b, 6 * i + a)] = v;
-                }
-            }
-        }
-        for i in 0..nb {
-            for a in 0..6 {
-                for b in 0..=a {
-                    let v = if a == b { 60.0 + rnd() } else { rnd() };
-                    k[(6 * i + a, 6 * i + b)] = v;
-                    k[(6 * i + b, 6 * i + a)] = v;
-                }
-            }
-        }
-        let mut lower: Vec<Vec<usize>> = vec![Vec::new(); nb];
-        for &(i, j) in &pairs {
-            lower[j].push(i);
-        }
+        let (k, lower) = random_spd(nb, &pairs, 60.0, &mut rnd);
         let mut f = BlockCholesky::new(&lower, true);
         let split = f.split.clone().expect("the two chains are split apart");
         assert!(split.sets.iter().all(|s| s.len() >= chain / 2), "sets {:?}", split.sets);
         assert!(!split.top.is_empty() && split.top.len() <= sep, "top {:?}", split.top);
-        let block = |i: usize, j: usize| Matrix6::from_fn(|a, b| k[(6 * i + a, 6 * j + b)]);
-        let diag: Vec<Matrix6<f64>> = (0..nb).map(|i| block(i, i)).collect();
-        let mut low = vec![Matrix6::zeros(); f.n_lower()];
-        for &(i, j) in &pairs {
-            low[f.position(i, j).unwrap()] = block(i, j);
-        }
+        let (diag, low) = blocks_of(&k, &f, &pairs);
         assert!(f.factorize(&diag, &low, None));
         let b: Vec<f64> = (0..n).map(|_| rnd()).collect();
         let mut one = b.clone();
