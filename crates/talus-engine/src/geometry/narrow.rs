@@ -37,10 +37,13 @@
 //!     segment axes, each turned from the box's centre towards the segment; the axis of
 //!     least penetration decides (an edge axis only when clearly better, as for two boxes):
 //!     - a face: contacts at the ends of the segment where the edge leaves the box through
-//!       the sides of that face (not at terrain vertices, which are vertex contacts, nor
-//!       where the edge merely rises out of the tolerance layer), gap = each end's signed
-//!       distance to that face. A ridge under a box face thus gives a line contact by its
-//!       two ends;
+//!       the sides of that face (not where the edge merely rises out of the tolerance
+//!       layer), gap = each end's signed distance to that face. A ridge under a box face
+//!       thus gives a line contact by its two ends. An end at a terrain vertex is a contact
+//!       too, once per vertex and face, unless the vertex's own contact is already against
+//!       that face: a ridge that ends inside the box close to one face and dives out
+//!       through a side at the level of another is deep along the latter at its vertex,
+//!       which its vertex contact (against the near face) does not say;
 //!     - an edge (a ridge crossing a box edge, as under a block resting on its edge): one
 //!       contact at the midpoint of the closest points of the ridge and that box edge,
 //!       normal = their cross product, gap = minus the penetration along it. A face's
@@ -407,6 +410,7 @@ pub fn box_tin(b: &Block, tin: &TinCollider, tris: &[u32], tol: f64, out: &mut V
         }
     }
     let eps = 1e-9 * o.scale();
+    let mut vertex_ends: Vec<(u32, usize, bool)> = Vec::new();
     for e in edges {
         let edge = tin.edge(e);
         let (p0, p1) = (tin.vertices()[edge.v[0] as usize], tin.vertices()[edge.v[1] as usize]);
@@ -456,16 +460,30 @@ pub fn box_tin(b: &Block, tin: &TinCollider, tris: &[u32], tol: f64, out: &mut V
         let side = mid[k].signum_or_one();
         let normal = -(o.axis(k) * side);
         // Ends where the edge leaves through a side of face k (not through the tolerance
-        // layer over face k itself, nor at a terrain vertex).
+        // layer over face k itself), and ends at a terrain vertex unless that vertex's own
+        // contact is already against face k: a ridge that ends inside the box near another
+        // face, and dives out through a side at face k's level, is deep along face k at its
+        // vertex, and only there.
         let mut hk = o.h;
         hk[k] += tol;
         let Some((s0, s1, a0, a1)) = clip_segment(&q0, &q1, &hk) else { continue };
         let len = d.norm();
+        // (Each vertex once per face: the ridge's other edges end there too.)
+        let mut vertex_end = |v: u32, q: &V3| {
+            let new = point_box(q, &o.h).1 != V3::ith(k, side)
+                && !vertex_ends.contains(&(v, k, side > 0.0));
+            if new {
+                vertex_ends.push((v, k, side > 0.0));
+            }
+            new
+        };
         let mut ends = vec![];
-        if a0.is_some_and(|a| a != k) {
+        if a0.map_or_else(|| vertex_end(edge.v[0], &at(s0)), |a| a != k) {
             ends.push(at(s0));
         }
-        if a1.is_some_and(|a| a != k) && (ends.is_empty() || (s1 - s0) * len > eps) {
+        if a1.map_or_else(|| vertex_end(edge.v[1], &at(s1)), |a| a != k)
+            && (ends.is_empty() || (s1 - s0) * len > eps)
+        {
             ends.push(at(s1));
         }
         for q in ends {

@@ -777,3 +777,31 @@ fn broad_phase_finds_exactly_the_brute_force_pairs() {
     assert_eq!(pairs, brute);
     assert_eq!(pairs, independent);
 }
+
+#[test]
+fn ridge_ending_inside_a_box_is_deep_along_the_face_it_dives_under() {
+    // A roof whose ridge (x = 0) climbs with y (z = 0.2 y) and ends at (0, 5, 1), 0.01 m
+    // inside the +y face of a box whose bottom face (z = 0.2) it leaves through the −y face
+    // 0.002 m above. The vertex's own contact is against the +y face, 0.01 deep; but the
+    // ridge is 0.8 m inside the box above its bottom face, and the box must rise 0.8 m to
+    // clear it: a contact at the vertex, normal up, gap −0.8.
+    let vs = vec![
+        v(-5.0, -5.0, -3.5),
+        v(0.0, -5.0, -1.0),
+        v(5.0, -5.0, -3.5),
+        v(-5.0, 5.0, -1.5),
+        v(0.0, 5.0, 1.0),
+        v(5.0, 5.0, -1.5),
+    ];
+    let tin = TinCollider::new(vs, vec![[0, 1, 4], [0, 4, 3], [1, 2, 5], [1, 5, 4]]).unwrap();
+    let b = block(0, [4.0, 4.0, 2.0], v(0.0, 3.01, 1.2), UnitQuaternion::identity());
+    let cs = run(&[b], &Statics { tin: Some(tin), planes: vec![] });
+    let deepest = cs.iter().min_by(|a, b| a.gap.total_cmp(&b.gap)).unwrap();
+    assert!((deepest.gap + 0.8).abs() < 1e-12, "{cs:?}");
+    assert_close(&deepest.normal, &V3::z(), 1e-15);
+    assert_close(&deepest.point, &v(0.0, 5.0, 1.0), 1e-12);
+    // Besides: the vertex against the +y face, the ridge leaving through −y, and the
+    // TIN's border (y = 5) crossing the +y face.
+    assert!(cs.iter().any(|c| (c.gap + 0.01).abs() < 1e-12 && (c.normal + V3::y()).norm() < 1e-15));
+    assert!(cs.iter().any(|c| (c.gap + 0.002).abs() < 1e-9 && (c.normal - V3::z()).norm() < 1e-15));
+}
