@@ -498,6 +498,10 @@ fn solve_on(
     let two = pair.zip(qp.row_blocks());
     let (split_cone, split_row) = half_of_the_cones(&cq.cones, m);
     let split_body = bodies.len() / 2;
+    // Each half of Cᵀz reads only the rows on its bodies.
+    let half_rows = two.map(|(_, rows)| {
+        [rows.rows_of_bodies(0, split_body), rows.rows_of_bodies(split_body, bodies.len())]
+    });
     while it < max_iterations {
         // x-update.
         if accelerate && !anderson && it >= ANDERSON_AFTER {
@@ -527,7 +531,8 @@ fn solve_on(
                 pair.run(&|h| {
                     let mut y = parts[h].lock().expect("a half's buffer");
                     let first = if h == 0 { 0 } else { split_body };
-                    rows.mul_transpose_bodies(rhs_z, first, &mut y);
+                    let mine = &half_rows.as_ref().expect("row lists with a pair")[h];
+                    rows.mul_transpose_rows(mine, rhs_z, first, &mut y);
                     for (a, p) in y.iter_mut().zip(&qp.p[6 * first..]) {
                         *a += p;
                     }

@@ -146,9 +146,42 @@ impl RowBlocks {
     /// The entries of Cᵀ λ of bodies `first..first + y.len() / 6` into y (each entry sums
     /// its rows' terms in the rows' order, whatever the range).
     pub(crate) fn mul_transpose_bodies(&self, lambda: &[f64], first: usize, y: &mut [f64]) {
+        self.accumulate_transpose(0..self.bodies.len(), lambda, first, y);
+    }
+
+    /// The rows with a nonzero on a body of `first..end`, ascending: the only rows that
+    /// [`RowBlocks::mul_transpose_rows`] needs for those bodies.
+    pub(crate) fn rows_of_bodies(&self, first: usize, end: usize) -> Vec<u32> {
+        let bodies = first as u32..end as u32;
+        (0..self.bodies.len() as u32)
+            .filter(|&k| self.bodies[k as usize].iter().any(|b| bodies.contains(b)))
+            .collect()
+    }
+
+    /// [`RowBlocks::mul_transpose_bodies`] from `rows` only (ascending, every row with a
+    /// nonzero on one of the bodies, as [`RowBlocks::rows_of_bodies`] gives them): each
+    /// entry sums the same terms in the same order, so the result is the same, bit for bit.
+    pub(crate) fn mul_transpose_rows(
+        &self,
+        rows: &[u32],
+        lambda: &[f64],
+        first: usize,
+        y: &mut [f64],
+    ) {
+        self.accumulate_transpose(rows.iter().map(|&k| k as usize), lambda, first, y);
+    }
+
+    fn accumulate_transpose(
+        &self,
+        rows: impl Iterator<Item = usize>,
+        lambda: &[f64],
+        first: usize,
+        y: &mut [f64],
+    ) {
         y.iter_mut().for_each(|a| *a = 0.0);
         let bodies = first as u32..(first + y.len() / 6) as u32;
-        for ((&l, slots), v) in lambda.iter().zip(&self.bodies).zip(&self.vals) {
+        for k in rows {
+            let (l, slots, v) = (lambda[k], &self.bodies[k], &self.vals[k]);
             for (s, &b) in slots.iter().enumerate() {
                 if bodies.contains(&b) {
                     let o = 6 * (b - bodies.start) as usize;
@@ -695,6 +728,21 @@ mod tests {
             rows.mul_transpose(&l, &mut t_rows);
             csc_mul_transpose(&qp.c, &l, &mut t_csc);
             assert!(bits_eq(&t_rows, &t_csc), "case {case}: Cᵀ λ differs");
+            // Halved by bodies, each half from its own rows only: the same entries.
+            let split = nb / 2;
+            let mut halves = vec![f64::NAN; qp.n()];
+            let (lo, hi) = halves.split_at_mut(6 * split);
+            let (rows_lo, rows_hi) =
+                (rows.rows_of_bodies(0, split), rows.rows_of_bodies(split, nb));
+            rows.mul_transpose_rows(&rows_lo, &l, 0, lo);
+            rows.mul_transpose_rows(&rows_hi, &l, split, hi);
+            assert!(bits_eq(&halves, &t_csc), "case {case}: halves of Cᵀ λ differ");
+            let on = |k: u32, r: std::ops::Range<u32>| {
+                rows.row(k as usize).0.iter().any(|b| r.contains(b))
+            };
+            let all = 0..qp.m() as u32;
+            assert!(all.clone().filter(|&k| on(k, 0..split as u32)).eq(rows_lo.iter().copied()));
+            assert!(all.filter(|&k| on(k, split as u32..nb as u32)).eq(rows_hi.iter().copied()));
             assert!(bits_eq(&qp.c_mul(&x), &y_csc) && bits_eq(&qp.ct_mul(&l), &t_csc));
         }
     }
