@@ -17,7 +17,9 @@
 //!     the other gives a contact at that vertex (moved by gap/2); a face resting on a face
 //!     gives the 4 corners of the overlap polygon (at most 4 points are kept: the deepest,
 //!     then those spanning the largest area);
-//!   - an edge×edge axis (chosen only when clearly better than every face axis): one
+//!   - an edge×edge axis (chosen only when clearly better than every face axis, and
+//!     more than about 10° from the best of them: nearer, it is that face seen past a
+//!     slight tilt of a long box, and its one point would let the box pivot): one
 //!     contact at the midpoint of the shortest segment between the two supporting edges
 //!     (the midpoint of their crossing), normal = the edges' cross product, gap = the
 //!     separation along it.
@@ -106,6 +108,9 @@ impl Obb {
 
 /// Face axes must beat edge axes by this relative margin to be replaced by them.
 const EDGE_BIAS_REL: f64 = 0.05;
+/// An edge axis is used only when it is farther than about 10° (cos 10° = 0.985) from the
+/// best face axis.
+const EDGE_FACE_COS: f64 = 0.985;
 /// Edge×edge directions shorter than this (near-parallel edges) are not tested; the face
 /// axes cover those configurations.
 const MIN_CROSS: f64 = 1e-6;
@@ -183,7 +188,14 @@ pub fn box_box(a: &Obb, b: &Obb, tol: f64, out: &mut Vec<Touch>) {
     }
     let eps = 1e-9 * a.scale().max(b.scale());
     let start = out.len();
-    if edge.0 > face.0 + EDGE_BIAS_REL * face.0.abs() + eps {
+    // An edge axis within a few degrees of the best face axis is that face seen past a
+    // slight tilt of one box: its smaller depth comes from the tilt times a long box's
+    // length, and its one contact point would let the box pivot about it. The face's
+    // clipped polygon holds the contact by its corners instead.
+    let face_axis = if face.1 { ax[face.2] } else { bx[face.2] };
+    if edge.0 > face.0 + EDGE_BIAS_REL * face.0.abs() + eps
+        && edge.3.dot(&face_axis).abs() < EDGE_FACE_COS
+    {
         edge_contact(a, b, edge.1, edge.2, edge.3, edge.0, out);
     } else {
         let (reference, incident) = if face.1 { (a, b) } else { (b, a) };
