@@ -192,9 +192,8 @@ pub fn box_box(a: &Obb, b: &Obb, tol: f64, out: &mut Vec<Touch>) {
     // slight tilt of one box: its smaller depth comes from the tilt times a long box's
     // length, and its one contact point would let the box pivot about it. The face's
     // clipped polygon holds the contact by its corners instead.
-    let face_axis = if face.1 { ax[face.2] } else { bx[face.2] };
     if edge.0 > face.0 + EDGE_BIAS_REL * face.0.abs() + eps
-        && edge.3.dot(&face_axis).abs() < EDGE_FACE_COS
+        && edge.3.dot(if face.1 { &ax[face.2] } else { &bx[face.2] }).abs() < EDGE_FACE_COS
     {
         edge_contact(a, b, edge.1, edge.2, edge.3, edge.0, out);
     } else {

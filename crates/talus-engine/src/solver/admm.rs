@@ -361,9 +361,8 @@ pub fn solve(
     max_iterations: u32,
     rule: Penalties,
 ) -> AdmmOutcome {
-    let on = |pair: Option<&Pair>| {
-        solve_on(cq, bodies, contacts, initial, tolerance, max_iterations, rule, pair)
-    };
+    let problem = Problem { cq, bodies, contacts, initial, tolerance, max_iterations, rule };
+    let on = |pair: Option<&Pair>| solve_on(&problem, pair);
     if cq.qp.m() >= PARALLEL_MIN_ROWS && cq.qp.row_blocks().is_some() {
         Pair::solve(on)
     } else {
@@ -371,19 +370,22 @@ pub fn solve(
     }
 }
 
-/// [`solve`], its iterations' products, projections and triangular solves shared with
-/// `pair`'s helper (half the rows, bodies or subtrees each; the same answer, bit for bit).
-#[allow(clippy::too_many_arguments)]
-fn solve_on(
-    cq: &ConeQp,
-    bodies: &[JumpBody],
-    contacts: &[JumpContact],
-    initial: &[ContactImpulse],
+/// The arguments of [`solve`].
+#[derive(Clone, Copy)]
+struct Problem<'a> {
+    cq: &'a ConeQp,
+    bodies: &'a [JumpBody],
+    contacts: &'a [JumpContact],
+    initial: &'a [ContactImpulse],
     tolerance: f64,
     max_iterations: u32,
     rule: Penalties,
-    pair: Option<&Pair>,
-) -> AdmmOutcome {
+}
+
+/// [`solve`], its iterations' products, projections and triangular solves shared with
+/// `pair`'s helper (half the rows, bodies or subtrees each; the same answer, bit for bit).
+fn solve_on(problem: &Problem, pair: Option<&Pair>) -> AdmmOutcome {
+    let Problem { cq, bodies, contacts, initial, tolerance, max_iterations, rule } = *problem;
     let per_cone = rule == Penalties::PerCone;
     let qp = &cq.qp;
     let (n, m) = (qp.n(), qp.m());

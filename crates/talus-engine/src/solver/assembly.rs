@@ -140,13 +140,7 @@ impl RowBlocks {
 
     /// y = Cᵀ λ.
     fn mul_transpose(&self, lambda: &[f64], y: &mut [f64]) {
-        self.mul_transpose_bodies(lambda, 0, y);
-    }
-
-    /// The entries of Cᵀ λ of bodies `first..first + y.len() / 6` into y (each entry sums
-    /// its rows' terms in the rows' order, whatever the range).
-    pub(crate) fn mul_transpose_bodies(&self, lambda: &[f64], first: usize, y: &mut [f64]) {
-        self.accumulate_transpose(0..self.bodies.len(), lambda, first, y);
+        self.accumulate_transpose(0..self.bodies.len(), lambda, 0, y);
     }
 
     /// The rows with a nonzero on a body of `first..end`, ascending: the only rows that
@@ -158,9 +152,10 @@ impl RowBlocks {
             .collect()
     }
 
-    /// [`RowBlocks::mul_transpose_bodies`] from `rows` only (ascending, every row with a
-    /// nonzero on one of the bodies, as [`RowBlocks::rows_of_bodies`] gives them): each
-    /// entry sums the same terms in the same order, so the result is the same, bit for bit.
+    /// The entries of Cᵀ λ of bodies `first..first + y.len() / 6` into y, from `rows` only
+    /// (ascending, every row with a nonzero on one of those bodies, as
+    /// [`RowBlocks::rows_of_bodies`] gives them): each entry sums its rows' terms in the
+    /// rows' order, as [`RowBlocks::mul_transpose`] does, so it is the same, bit for bit.
     pub(crate) fn mul_transpose_rows(
         &self,
         rows: &[u32],
@@ -171,6 +166,7 @@ impl RowBlocks {
         self.accumulate_transpose(rows.iter().map(|&k| k as usize), lambda, first, y);
     }
 
+    /// The entries of Cᵀ λ of bodies `first..first + y.len() / 6`, summed over `rows`.
     fn accumulate_transpose(
         &self,
         rows: impl Iterator<Item = usize>,
