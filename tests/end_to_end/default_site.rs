@@ -4,11 +4,11 @@
 //! post-event ground instead of the bed every setting gave 0.17-0.20), the fallen mass
 //! leaves the scar, the runout is within a quarter of the survey's, the energy balance
 //! closes, and every step's jump was solved to the site's certified tolerance without a
-//! retry (the position correction keeps every jump feasible). Measured (session 21,
-//! release, blocks on the scar's floor, `nlgs` at 1e-3, the penetration corrected after
-//! the motion, recalibrated): 452 blocks, IoU 0.602, runout 345 m against 316 m, 15.4 % of
-//! the volume in the scar, every step solved, run stage 46.5 s in `make pipeline` on 2
-//! cores. Session 20's (correction on the predicted gaps) had given IoU 0.603 and a
+//! retry (the position correction keeps every jump feasible). Measured (session 28,
+//! release, Δt = 0.04 s, recalibrated): 452 blocks, IoU 0.612, runout 321 m against 316 m,
+//! 22.5 % of the volume in the scar, every step solved, run stage 16.6-20.9 s on 2 cores.
+//! Session 21's (Δt = 0.02 s) had given IoU 0.602, a runout of 345 m, 15.4 % in the scar
+//! and a run stage of 46.5 s. Session 20's (correction on the predicted gaps) had given IoU 0.603 and a
 //! runout of 325 m; session 19's contacts and parameters had given IoU 0.600, a runout of 315 m and
 //! 27.2 % in the scar; upright blocks (session 17) IoU 0.518 and a runout of 360 m. The
 //! run is deterministic, so the figures do not depend on the
