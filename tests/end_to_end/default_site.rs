@@ -5,8 +5,8 @@
 //! leaves the scar, the runout is within a quarter of the survey's, the energy balance
 //! closes, and every step's jump was solved to the site's certified tolerance without a
 //! retry (the position correction keeps every jump feasible). Measured (session 28,
-//! release, Δt = 0.04 s, recalibrated): 452 blocks, IoU 0.612, runout 321 m against 316 m,
-//! 22.5 % of the volume in the scar, every step solved, run stage 16.6-20.9 s on 2 cores.
+//! release, Δt = 0.04 s, recalibrated): 452 blocks, IoU 0.615, runout 323 m against 316 m,
+//! 20.9 % of the volume in the scar, every step solved, run stage 15.0-15.9 s on 2 cores.
 //! Session 21's (Δt = 0.02 s) had given IoU 0.602, a runout of 345 m, 15.4 % in the scar
 //! and a run stage of 46.5 s. Session 20's (correction on the predicted gaps) had given IoU 0.603 and a
 //! runout of 325 m; session 19's contacts and parameters had given IoU 0.600, a runout of 315 m and
