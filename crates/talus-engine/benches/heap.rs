@@ -10,7 +10,8 @@
 //! Environment:
 //! * TALUS_THESIS_DIR (default data/thesis-granular in the repository);
 //! * TALUS_BENCH_SOLVER = warm | nlgs | clarabel (default warm); `nlgs` at 1e-6 with
-//!   `admm_iterations` = TALUS_BENCH_ADMM (default 1000, the engine's);
+//!   `admm_iterations` = TALUS_BENCH_ADMM (default 1000, the engine's) and `max_contacts`
+//!   = TALUS_BENCH_MAX_CONTACTS (default 1000, the engine's);
 //! * TALUS_BENCH_WARM_ITERATIONS = linear solves of the warm solver per QP before it
 //!   falls back to Clarabel (default 200);
 //! * TALUS_BENCH_TRACE = 1 prints a line per step on stderr: contacts, largest island,
@@ -263,6 +264,10 @@ fn main() {
             max_sweeps: 100,
             fallback_tolerance: 1e-9,
             frictional_max_contacts: 64,
+            max_contacts: env_or(
+                "TALUS_BENCH_MAX_CONTACTS",
+                talus_engine::config::DEFAULT_NLGS_MAX_CONTACTS,
+            ),
             admm_iterations: env_or(
                 "TALUS_BENCH_ADMM",
                 talus_engine::config::DEFAULT_ADMM_ITERATIONS,

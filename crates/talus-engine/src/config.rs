@@ -95,6 +95,13 @@ pub enum SolverConfig {
         /// under 10 contacts, 88 % of those of 10-19, 55 % of 20-29 and few above 90).
         #[serde(default = "default_nlgs_frictional_contacts")]
         frictional_max_contacts: u32,
+        /// Islands with more contacts than this, with or without friction, go to ADMM
+        /// directly (measured on the thesis heap N = 1000, frictionless: NLGS certified none
+        /// of its large island's solves, 1000-2000 contacts, and its sweeps and polishes took
+        /// 27.2 s of the run against 10.4-10.8 s for any limit of 64-1000; docs/benchmarks.md,
+        /// Session 28).
+        #[serde(default = "default_nlgs_max_contacts")]
+        max_contacts: u32,
         /// Islands that NLGS does not certify (or that it skips) are solved by ADMM with one
         /// cached factorisation ([`crate::solver::admm`]), certified to `tolerance`, with at
         /// most this many iterations before falling back to Clarabel. 0: straight to
@@ -106,6 +113,13 @@ pub enum SolverConfig {
 
 fn default_nlgs_frictional_contacts() -> u32 {
     16
+}
+
+/// Contacts of the largest island NLGS is tried on, by default (the benches use it too).
+pub const DEFAULT_NLGS_MAX_CONTACTS: u32 = 1000;
+
+fn default_nlgs_max_contacts() -> u32 {
+    DEFAULT_NLGS_MAX_CONTACTS
 }
 
 /// ADMM iterations of the `nlgs` method before Clarabel, by default (the benches use it too).

@@ -430,6 +430,7 @@ pub fn step_with_friction(
                 tolerance,
                 max_sweeps,
                 frictional_max_contacts,
+                max_contacts,
                 admm_iterations,
                 ..
             } = params.solver
@@ -439,7 +440,12 @@ pub fn step_with_friction(
                 // Work spent before the accepted method (sweeps and ADMM iterations).
                 let mut spent = 0;
                 let mut accepted = None;
-                if !(frictional && jc.len() > frictional_max_contacts as usize) {
+                let limit = if frictional {
+                    frictional_max_contacts.min(max_contacts)
+                } else {
+                    max_contacts
+                };
+                if jc.len() <= limit as usize {
                     let nl = nlgs::solve(&cq, bodies, jc, &initial, tolerance, max_sweeps);
                     sweeps = nl.sweeps;
                     spent += nl.sweeps;

@@ -30,6 +30,7 @@ fn nlgs_solver(tolerance: f64) -> SolverConfig {
         max_sweeps: 5000,
         fallback_tolerance: 1e-10,
         frictional_max_contacts: u32::MAX,
+        max_contacts: u32::MAX,
         admm_iterations: 0,
     }
 }
@@ -326,6 +327,52 @@ fn restitution_through_nlgs() {
     assert!((v - 2.0 * e).abs() < 1e-8, "u⁺ = {v}, e = {e}");
 }
 
+/// `max_contacts`: a frictionless island with more contacts than it goes straight to ADMM
+/// (no sweep), one with as many to NLGS; both give the closed-form restitution of a block
+/// landing flat on a plane (4 corner contacts), u_N⁺ = −e u_N⁻.
+#[test]
+fn islands_over_max_contacts_skip_nlgs() {
+    let mut b = Block::new(
+        1,
+        1.0,
+        0.8,
+        0.5,
+        2000.0,
+        Vector3::new(0.0, 0.0, 0.25),
+        UnitQuaternion::identity(),
+    );
+    b.vel = Vector3::new(0.0, 0.0, -2.0);
+    let m = b.mass;
+    let kappa = 2.0 * m;
+    let e = (4.0 * kappa - 2.0 * m) / (4.0 * kappa + 2.0 * m);
+    for (max_contacts, solver) in [(3, "admm"), (4, "nlgs")] {
+        let config = SolverConfig::Nlgs {
+            tolerance: 1e-10,
+            max_sweeps: 5000,
+            fallback_tolerance: 1e-10,
+            frictional_max_contacts: u32::MAX,
+            max_contacts,
+            admm_iterations: 20_000,
+        };
+        let p = StepParams { gravity: 0.0, ..params(kappa, 0.0, config) };
+        let mut blocks = vec![b.clone()];
+        let contacts = plane_contacts(&blocks, Vector3::z(), 1e-3);
+        assert_eq!(contacts.len(), 4);
+        let rep = step_with_friction(
+            &p,
+            &FrictionConfig::default(),
+            &mut blocks,
+            &contacts,
+            &mut WarmStart::default(),
+        );
+        assert_eq!(rep.solver, solver, "max_contacts {max_contacts}");
+        assert_eq!(rep.sweeps == 0, solver == "admm", "{} sweeps", rep.sweeps);
+        assert!(!rep.fallback && rep.status == QpStatus::Solved && rep.accuracy <= 1e-10);
+        let v = blocks[0].vel.z;
+        assert!((v - 2.0 * e).abs() < 1e-8, "{solver}: u⁺ = {v}, e = {e}");
+    }
+}
+
 /// A block wedged between two planes that each penetrate it 2 cm, falling into the wedge:
 /// the jump is feasible by construction (no retry, status Solved), the position correction
 /// removes the penetration over a few steps without touching velocities (kinetic energy
@@ -412,6 +459,7 @@ fn admm_solver(tolerance: f64) -> SolverConfig {
         max_sweeps: 5000,
         fallback_tolerance: 1e-10,
         frictional_max_contacts: 0,
+        max_contacts: u32::MAX,
         admm_iterations: 20_000,
     }
 }

@@ -292,6 +292,7 @@ fn admm_on_two_threads_gives_the_one_thread_answer_bit_for_bit() {
                 max_sweeps: 100,
                 fallback_tolerance: 1e-9,
                 frictional_max_contacts: 0,
+                max_contacts: talus_engine::config::DEFAULT_NLGS_MAX_CONTACTS,
                 admm_iterations: 2000,
             };
             let mut config = heap::heap_config(4, solver);
