@@ -90,16 +90,18 @@ pub enum SolverConfig {
         /// Tolerance of the Clarabel fallback, 1.
         #[serde(default = "default_fallback_tolerance")]
         fallback_tolerance: f64,
-        /// Islands with friction and more contacts than this go to Clarabel directly
+        /// Islands with friction and more contacts than this skip NLGS (to ADMM, then Clarabel)
         /// (measured on the thesis heap N = 100, μ = 0.5: NLGS certified 98 % of the islands
         /// under 10 contacts, 88 % of those of 10-19, 55 % of 20-29 and few above 90).
         #[serde(default = "default_nlgs_frictional_contacts")]
         frictional_max_contacts: u32,
         /// Islands with more contacts than this, with or without friction, go to ADMM
-        /// directly (measured on the thesis heap N = 1000, frictionless: NLGS certified none
-        /// of its large island's solves, 1000-2000 contacts, and its sweeps and polishes took
-        /// 27.2 s of the run against 10.4-10.8 s for any limit of 64-1000; docs/benchmarks.md,
-        /// Session 28).
+        /// directly. Measured in session 28 (docs/benchmarks.md): on the thesis heap
+        /// N = 1000, frictionless, NLGS's sweeps and polishes on the pile's island (1000-2000
+        /// contacts), which they seldom certified, made the run 27.2 s against 10.1-10.8 s
+        /// with any limit of 64-1000; on a packed heap of 1000 blocks (24,000-34,000
+        /// contacts, certified in none of the 3 steps measured) they took 2 s of its first
+        /// step's 2.9 s.
         #[serde(default = "default_nlgs_max_contacts")]
         max_contacts: u32,
         /// Islands that NLGS does not certify (or that it skips) are solved by ADMM with one
