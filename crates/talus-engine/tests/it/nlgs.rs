@@ -17,7 +17,7 @@ use talus_engine::solver::clarabel::QpStatus;
 use talus_engine::solver::friction::{self, ContactFriction, FrictionConfig, FrictionLaw};
 use talus_engine::solver::nlgs::{self, ContactImpulse};
 use talus_engine::solver::warm::WarmStart;
-use talus_engine::step::{Correction, KappaLaw, StepParams, step_with_friction};
+use talus_engine::step::{Correction, JumpReport, KappaLaw, StepParams, step_with_friction};
 
 use crate::friction::{block_on_slope, plane_contacts};
 
@@ -293,10 +293,10 @@ fn slope_closed_forms_through_nlgs() {
     assert!((a_s / a - 1.0).abs() < 5e-3, "a from distance {a_s} vs {a}");
 }
 
-/// Normal restitution of a block landing flat on a plane (4 corner contacts, no friction):
-/// u_N⁺ = −e u_N⁻ with e = (4κ − 2m)/(4κ + 2m), through NLGS.
-#[test]
-fn restitution_through_nlgs() {
+/// One step of a block landing flat on a plane at 2 m/s (4 corner contacts, no friction,
+/// no gravity) with `solver`: the step's report, u_N⁺, and the closed form −e u_N⁻ with
+/// e = (4κ − 2m)/(4κ + 2m).
+fn landing_on_a_plane(solver: SolverConfig) -> (JumpReport, f64, f64) {
     let mut b = Block::new(
         1,
         1.0,
@@ -310,7 +310,7 @@ fn restitution_through_nlgs() {
     let m = b.mass;
     let kappa = 2.0 * m;
     let e = (4.0 * kappa - 2.0 * m) / (4.0 * kappa + 2.0 * m);
-    let p = StepParams { gravity: 0.0, ..params(kappa, 0.0, nlgs_solver(1e-10)) };
+    let p = StepParams { gravity: 0.0, ..params(kappa, 0.0, solver) };
     let mut blocks = vec![b];
     let contacts = plane_contacts(&blocks, Vector3::z(), 1e-3);
     assert_eq!(contacts.len(), 4);
@@ -321,10 +321,17 @@ fn restitution_through_nlgs() {
         &contacts,
         &mut WarmStart::default(),
     );
+    (rep, blocks[0].vel.z, 2.0 * e)
+}
+
+/// Normal restitution of a block landing flat on a plane (4 corner contacts, no friction):
+/// u_N⁺ = −e u_N⁻ with e = (4κ − 2m)/(4κ + 2m), through NLGS.
+#[test]
+fn restitution_through_nlgs() {
+    let (rep, v, expected) = landing_on_a_plane(nlgs_solver(1e-10));
     assert_eq!(rep.solver, "nlgs");
-    let v = blocks[0].vel.z;
-    eprintln!("restitution through NLGS: u⁺ = {v:.12} m/s, expected {:.12}", 2.0 * e);
-    assert!((v - 2.0 * e).abs() < 1e-8, "u⁺ = {v}, e = {e}");
+    eprintln!("restitution through NLGS: u⁺ = {v:.12} m/s, expected {expected:.12}");
+    assert!((v - expected).abs() < 1e-8, "u⁺ = {v}, expected {expected}");
 }
 
 /// `max_contacts`: a frictionless island with more contacts than it goes straight to ADMM
@@ -332,44 +339,19 @@ fn restitution_through_nlgs() {
 /// landing flat on a plane (4 corner contacts), u_N⁺ = −e u_N⁻.
 #[test]
 fn islands_over_max_contacts_skip_nlgs() {
-    let mut b = Block::new(
-        1,
-        1.0,
-        0.8,
-        0.5,
-        2000.0,
-        Vector3::new(0.0, 0.0, 0.25),
-        UnitQuaternion::identity(),
-    );
-    b.vel = Vector3::new(0.0, 0.0, -2.0);
-    let m = b.mass;
-    let kappa = 2.0 * m;
-    let e = (4.0 * kappa - 2.0 * m) / (4.0 * kappa + 2.0 * m);
     for (max_contacts, solver) in [(3, "admm"), (4, "nlgs")] {
-        let config = SolverConfig::Nlgs {
+        let (rep, v, expected) = landing_on_a_plane(SolverConfig::Nlgs {
             tolerance: 1e-10,
             max_sweeps: 5000,
             fallback_tolerance: 1e-10,
             frictional_max_contacts: u32::MAX,
             max_contacts,
             admm_iterations: 20_000,
-        };
-        let p = StepParams { gravity: 0.0, ..params(kappa, 0.0, config) };
-        let mut blocks = vec![b.clone()];
-        let contacts = plane_contacts(&blocks, Vector3::z(), 1e-3);
-        assert_eq!(contacts.len(), 4);
-        let rep = step_with_friction(
-            &p,
-            &FrictionConfig::default(),
-            &mut blocks,
-            &contacts,
-            &mut WarmStart::default(),
-        );
+        });
         assert_eq!(rep.solver, solver, "max_contacts {max_contacts}");
         assert_eq!(rep.sweeps == 0, solver == "admm", "{} sweeps", rep.sweeps);
         assert!(!rep.fallback && rep.status == QpStatus::Solved && rep.accuracy <= 1e-10);
-        let v = blocks[0].vel.z;
-        assert!((v - 2.0 * e).abs() < 1e-8, "{solver}: u⁺ = {v}, e = {e}");
+        assert!((v - expected).abs() < 1e-8, "{solver}: u⁺ = {v}, expected {expected}");
     }
 }
 
