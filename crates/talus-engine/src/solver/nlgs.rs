@@ -32,7 +32,8 @@
 //! z ∈ K, Az + a ∈ K, zᵀ(Az + a) = 0, i.e. z = argmin_{z ∈ K} ½zᵀAz + aᵀz, solved in closed
 //! cases: z = 0 when a ∈ K (the contact opens or stays open); z = −A⁻¹a when it is in K
 //! (sticking: s = 0); otherwise z = σ(1, cos φ, sin φ) on the boundary (sliding), with
-//! σ(φ) = −aᵀd/dᵀAd and φ the minimiser of −(aᵀd)²/(2dᵀAd) (sampled, then golden section).
+//! σ(φ) = −aᵀd/dᵀAd and φ the minimiser of −(aᵀd)²/(2dᵀAd) (sampled at 64 points, then
+//! safeguarded Newton on its derivative).
 //!
 //! # The sweep and the certificate
 //!
@@ -174,51 +175,78 @@ pub fn solve_cone3(a_mat: &Matrix3<f64>, a: &Vector3<f64>) -> Vector3<f64> {
         }
     }
     // Boundary: z = σ d(φ), d = (1, cos φ, sin φ), σ = −N/Q with N = aᵀd < 0, Q = dᵀAd;
-    // φ minimises f = −N²/(2Q), whose derivative has the sign of h = N'Q − N Q'/2.
-    let dir = |phi: f64| Vector3::new(1.0, phi.cos(), phi.sin());
-    let f = |phi: f64| {
-        let d = dir(phi);
-        let n = a.dot(&d);
-        if n >= 0.0 { 0.0 } else { -n * n / (2.0 * d.dot(&(a_mat * d))) }
+    // φ minimises f = −N²/(2Q), whose derivative −N h/Q² has the sign of h = N'Q − N Q'/2.
+    // With d' = (0, −sin φ, cos φ) and d'' = −(d − e₀):
+    // h' = N''Q + N'Q'/2 − N Q''/2, Q' = 2d'ᵀAd, Q'' = 2(d''ᵀAd + d'ᵀAd').
+    // −2f = N²/Q on the arc (N < 0), 0 off it, as the pair (N², Q) (Q > 0), from the
+    // scalar coefficients of N and Q: samples are compared without a division.
+    let m = a_mat;
+    let (q0, q1, q2) = (m[(0, 0)], 2.0 * m[(0, 1)], 2.0 * m[(0, 2)]);
+    let (q11, q12, q22) = (m[(1, 1)], 2.0 * m[(1, 2)], m[(2, 2)]);
+    let f = |c: f64, s: f64| {
+        let n = a.x + a.y * c + a.z * s;
+        let q = q0 + q1 * c + q2 * s + q11 * c * c + q12 * c * s + q22 * s * s;
+        if n >= 0.0 { (0.0, 1.0) } else { (n * n, q) }
     };
-    let h = |phi: f64| {
-        let d = dir(phi);
-        let dd = Vector3::new(0.0, -phi.sin(), phi.cos());
-        let ad = a_mat * d;
-        a.dot(&dd) * d.dot(&ad) - a.dot(&d) * dd.dot(&ad)
+    let lower = |u: (f64, f64), v: (f64, f64)| u.0 * v.1 > v.0 * u.1;
+    let h_and_slope = |phi: f64| {
+        let (s, c) = phi.sin_cos();
+        let d = Vector3::new(1.0, c, s);
+        let dp = Vector3::new(0.0, -s, c);
+        let dpp = Vector3::new(0.0, -c, -s);
+        let (ad, adp) = (a_mat * d, a_mat * dp);
+        let (n, n1, n2) = (a.dot(&d), a.dot(&dp), a.dot(&dpp));
+        let (q, q1, q2) = (d.dot(&ad), 2.0 * dp.dot(&ad), 2.0 * (dpp.dot(&ad) + dp.dot(&adp)));
+        (n1 * q - 0.5 * n * q1, n2 * q + 0.5 * n1 * q1 - 0.5 * n * q2)
     };
     // f < 0 only on the arc where N < 0: φ* ± α, φ* opposite to (a₁, a₂), cos α = a₀/‖a_T‖
-    // (the whole circle when a₀ < −‖a_T‖, i.e. −a in the cone). Sample it finely.
+    // (the whole circle when a₀ < −‖a_T‖, i.e. −a in the cone), where h ≤ 0 at the left
+    // end and ≥ 0 at the right one. Sample it (the directions by rotation, one sin_cos),
+    // then Newton on h, kept inside the bracket of the best sample by bisection.
     const SAMPLES: usize = 64;
     let centre = (-a.z).atan2(-a.y);
     let alpha = (a.x / at).clamp(-1.0, 1.0).acos();
     let step = 2.0 * alpha / SAMPLES as f64;
-    let (mut best, mut fbest) = (centre, f(centre));
+    let (rs, rc) = step.sin_cos();
+    let (mut s, mut c) = (centre - alpha).sin_cos();
+    let mut best = (centre, f(centre.cos(), centre.sin()));
     for k in 1..SAMPLES {
-        let phi = centre - alpha + k as f64 * step;
-        let v = f(phi);
-        if v < fbest {
-            (best, fbest) = (phi, v);
+        (c, s) = (c * rc - s * rs, s * rc + c * rs);
+        let v = f(c, s);
+        if lower(v, best.1) {
+            best = (centre - alpha + k as f64 * step, v);
         }
     }
-    // Bisection on h over [best − step, best + step] (h < 0 left of the minimum, > 0 right).
-    let (mut lo, mut hi) = (best - step, best + step);
-    let phi = if h(lo) <= 0.0 && h(hi) >= 0.0 {
-        for _ in 0..100 {
-            let mid = 0.5 * (lo + hi);
-            if mid <= lo || mid >= hi {
-                break;
-            }
-            if h(mid) <= 0.0 {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
-        0.5 * (lo + hi)
+    // On a partial arc the bracket stops at its ends; on the whole circle it wraps.
+    let (mut lo, mut hi) = if a.x > -at {
+        ((best.0 - step).max(centre - alpha), (best.0 + step).min(centre + alpha))
     } else {
-        best
+        (best.0 - step, best.0 + step)
     };
+    let mut phi = best.0;
+    let bracketed = h_and_slope(lo).0 <= 0.0 && h_and_slope(hi).0 >= 0.0;
+    for _ in 0..if bracketed { 100 } else { 0 } {
+        let (h, slope) = h_and_slope(phi);
+        if h <= 0.0 {
+            lo = phi;
+        } else {
+            hi = phi;
+        }
+        let newton = phi - h / slope;
+        // A Newton step of δ leaves an error of order δ².
+        let scale = phi.abs().max(1.0);
+        if slope > 0.0 && (newton - phi).abs() <= 1e-10 * scale {
+            phi = newton;
+            break;
+        }
+        let is_newton = slope > 0.0 && newton > lo && newton < hi;
+        let next = if is_newton { newton } else { 0.5 * (lo + hi) };
+        phi = next;
+        if hi - lo <= 4.0 * f64::EPSILON * scale {
+            break;
+        }
+    }
+    let dir = |phi: f64| Vector3::new(1.0, phi.cos(), phi.sin());
     let d = dir(phi);
     let sigma = (-a.dot(&d) / d.dot(&(a_mat * d))).max(0.0);
     d * sigma
