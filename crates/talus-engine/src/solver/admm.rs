@@ -28,10 +28,12 @@
 //! adapted (with a new factorisation) when the square root of the ratio of the primal and
 //! stationarity residuals leaves [½, 2], as OSQP does. (On 150 steps of the default site's
 //! resting deposit, where the primal residual lags, the solves took 15.7-16.8 s against
-//! 25.1 s with σ = 1 and a factor 5, both without Anderson acceleration.) When the two
-//! are in balance and the certificate still misses the tolerance, the cones that hold it
-//! back ([`lagging_cones`]) get a penalty 4 times stiffer instead, at the same cadence (the
-//! packed heap of 1000 blocks: 7.0–8.6 s a step against 8.8–10.2 s; session 23). Anderson
+//! 25.1 s with σ = 1 and a factor 5, both without Anderson acceleration.) At the same
+//! cadence, while the certificate misses the tolerance, the cones that hold it back
+//! ([`lagging_cones`]) get a penalty 4 times stiffer, whether σ moved or not (the packed
+//! heap of 1000 blocks: 7.0–8.6 s a step against 8.8–10.2 s without, session 23; boosting
+//! them only when σ stays put, the thesis heap N = 1000, μ = 0.5 took 21.0–21.5 s against
+//! 18.3–18.5 s, and the packed heap's first step 0.86 s against 0.57 s, session 29). Anderson
 //! acceleration of the (s, z) map is used below a tolerance of 1e-4 only, from the 100th
 //! iteration of a solve. The iteration starts from the previous step's percussions matched
 //! by contact identity (z), with s = Π_K(Cx₀ − r) at x₀ = (2M)⁻¹(p + Cᵀz): when they are
@@ -64,7 +66,7 @@ const SIGMA_RANGE: (f64, f64) = (1e-6, 1e6);
 /// and iterations between two adaptations.
 const ADAPT_RATIO: f64 = 2.0;
 const ADAPT_EVERY: u32 = 20;
-/// When the residuals are in balance but the certificate does not hold, the cones whose
+/// While the certificate does not hold, at each adaptation the cones whose
 /// own primal distance or complementarity exceeds this share of the tolerance (in the
 /// certificate's scales) get their penalty multiplied by [`LOCAL_BOOST`], up to
 /// [`LOCAL_BOOST_MAX`] over σ's. Measured in session 23 (docs/benchmarks.md): 0.1 and
@@ -338,7 +340,7 @@ fn contact_velocity(
     Vector3::new(rel.dot(&c.normal), rel.dot(&basis.0), rel.dot(&basis.1))
 }
 
-/// How [`solve`] adapts its penalties once the residuals are in balance.
+/// How [`solve`] adapts its penalties.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Penalties {
     /// σ alone (one scale for every cone), as before session 23.
@@ -632,8 +634,8 @@ fn solve_on(problem: &Problem, pair: Option<&Pair>) -> AdmmOutcome {
                 break;
             }
             // Balance the residuals: a large primal residual asks for a stiffer penalty,
-            // everywhere when the residuals are out of balance, else on the cones that
-            // hold the certificate back.
+            // everywhere when the residuals are out of balance, and on the cones that hold
+            // the certificate back.
             if adapt {
                 let ratio = (certificate.primal.max(certificate.complementarity)
                     / certificate.stationarity.max(1e-300))
@@ -645,9 +647,10 @@ fn solve_on(problem: &Problem, pair: Option<&Pair>) -> AdmmOutcome {
                         sigma = new;
                         changed = true;
                     }
-                } else if per_cone
-                    && certificate.primal.max(certificate.complementarity) > tolerance
-                {
+                }
+                // Whether σ moved or not, the cones that hold the certificate back get a
+                // stiffer penalty.
+                if per_cone && certificate.primal.max(certificate.complementarity) > tolerance {
                     for (row, rows) in
                         lagging_cones(&cq.cones, &cx, &qp.r, &z, &certificate, tolerance)
                     {
