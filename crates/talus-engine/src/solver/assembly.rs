@@ -341,6 +341,61 @@ pub fn csc_from_rows(
     CscMatrix { m, n, colptr, rowval, nzval }
 }
 
+/// The compressed columns of the m × n matrix with entries (rows[k], cols[k], vals[k]) in
+/// any order, repeated entries summed: the same matrix as
+/// [`CscMatrix::new_from_triplets`] makes, bit for bit (its stable sort by column then
+/// row, and its sums of repeated entries in the order given), by a counting sort on the
+/// columns and an insertion sort of each column's rows instead of one comparison sort.
+pub fn csc_from_triplets(
+    m: usize,
+    n: usize,
+    rows: &[usize],
+    cols: &[usize],
+    vals: &[f64],
+) -> CscMatrix<f64> {
+    assert!(rows.len() == cols.len() && rows.len() == vals.len());
+    let mut start = vec![0usize; n + 1];
+    for &c in cols {
+        start[c + 1] += 1;
+    }
+    for c in 0..n {
+        start[c + 1] += start[c];
+    }
+    // Entries by column, in the order given (a stable counting sort).
+    let mut fill = start.clone();
+    let mut order = vec![0usize; rows.len()];
+    for (k, &c) in cols.iter().enumerate() {
+        order[fill[c]] = k;
+        fill[c] += 1;
+    }
+    let mut colptr = vec![0usize; n + 1];
+    let mut rowval = Vec::with_capacity(rows.len());
+    let mut nzval = Vec::with_capacity(rows.len());
+    for c in 0..n {
+        let col = &mut order[start[c]..start[c + 1]];
+        // Stable insertion sort by row.
+        for a in 1..col.len() {
+            let mut b = a;
+            while b > 0 && rows[col[b - 1]] > rows[col[b]] {
+                col.swap(b - 1, b);
+                b -= 1;
+            }
+        }
+        let first = rowval.len();
+        for &k in col.iter() {
+            if rowval.len() > first && *rowval.last().expect("an entry") == rows[k] {
+                let last = nzval.len() - 1;
+                nzval[last] += vals[k];
+            } else {
+                rowval.push(rows[k]);
+                nzval.push(vals[k]);
+            }
+        }
+        colptr[c + 1] = rowval.len();
+    }
+    CscMatrix { m, n, colptr, rowval, nzval }
+}
+
 /// The 6-vector c on body i's slots for a contact at lever arm `r` with normal `n`.
 fn normal_row(r: &Vector3<f64>, n: &Vector3<f64>) -> SVector<f64, 6> {
     let t = r.cross(n);
@@ -642,6 +697,29 @@ mod tests {
             CscMatrix::new_from_triplets(n, n, hr, hc, hv),
             CscMatrix::new_from_triplets(contacts.len(), n, cr, cc, cv),
         )
+    }
+
+    /// Random triplets with repeated entries, in random order: the counting-sort
+    /// assembly is Clarabel's, bit for bit (structure, values and the order of the sums).
+    #[test]
+    fn csc_from_triplets_is_clarabels() {
+        let mut seed = 7u64;
+        let mut rnd = |k: usize| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((seed >> 33) as usize) % k
+        };
+        for (m, n, len) in [(1, 1, 0), (5, 7, 40), (30, 12, 400), (3, 50, 60)] {
+            let (mut r, mut c, mut v) = (Vec::new(), Vec::new(), Vec::new());
+            for _ in 0..len {
+                r.push(rnd(m));
+                c.push(rnd(n));
+                // Values of mixed magnitudes, so that the order of a sum shows in its bits.
+                v.push((rnd(2001) as f64 - 1000.0) * 10f64.powi(rnd(17) as i32 - 8));
+            }
+            let reference = CscMatrix::new_from_triplets(m, n, r.clone(), c.clone(), v.clone());
+            let ours = csc_from_triplets(m, n, &r, &c, &v);
+            assert!(same_bits(&ours, &reference), "m {m} n {n} len {len}");
+        }
     }
 
     fn same_bits(a: &CscMatrix, b: &CscMatrix) -> bool {

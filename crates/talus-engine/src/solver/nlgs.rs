@@ -390,9 +390,9 @@ fn polish_once(
         }
     }
     let qp = crate::solver::assembly::Qp::new(
-        clarabel::algebra::CscMatrix::new_from_triplets(n, n, hi, hj, hv),
+        crate::solver::assembly::csc_from_triplets(n, n, &hi, &hj, &hv),
         p,
-        clarabel::algebra::CscMatrix::new_from_triplets(m, n, rows, cols, vals),
+        crate::solver::assembly::csc_from_triplets(m, n, &rows, &cols, &vals),
         r,
     );
     let (x, lambda) = crate::solver::warm::solve_equality(&qp, x0, &l0, iterations)?;
