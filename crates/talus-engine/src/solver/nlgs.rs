@@ -718,6 +718,38 @@ mod tests {
         }
     }
 
+    /// −a inside the cone (the sliding arc is the whole circle) with an ill-conditioned A:
+    /// f(φ) has two local minima, at φ ≈ −2.10 (the lower) and φ ≈ 1.34, and 16 samples
+    /// found the upper one. The solve agrees with a brute-force minimum over 10⁵ angles.
+    #[test]
+    fn cone3_finds_the_lower_of_two_sliding_minima() {
+        let a_mat = Matrix3::new(
+            0.0029642344579096282,
+            0.001301322122299846,
+            0.0012705829927573036,
+            0.001301322122299846,
+            0.0022348485276012043,
+            -0.00026061382116822785,
+            0.0012705829927573036,
+            -0.00026061382116822785,
+            0.0010180853216611517,
+        );
+        let a = Vector3::new(-0.00996302479185258, -0.003221090402908069, -0.00430259561483997);
+        let objective = |z: &Vector3<f64>| 0.5 * z.dot(&(a_mat * z)) + a.dot(z);
+        let brute = (0..100_000)
+            .map(|k| {
+                let phi = -std::f64::consts::PI + k as f64 * 2.0 * std::f64::consts::PI / 1e5;
+                let d = Vector3::new(1.0, phi.cos(), phi.sin());
+                let sigma = (-a.dot(&d) / d.dot(&(a_mat * d))).max(0.0);
+                objective(&(d * sigma))
+            })
+            .fold(f64::INFINITY, f64::min);
+        let z = solve_cone3(&a_mat, &a);
+        let phi = z.z.atan2(z.y);
+        assert!((phi + 2.10).abs() < 0.01, "φ = {phi}");
+        assert!(objective(&z) <= brute + 1e-12 * brute.abs(), "{} > {brute}", objective(&z));
+    }
+
     /// The local cone solve is exact to roundoff on 2·10⁵ random problems, including a
     /// nearly in the cone (the sliding arc is then narrow) and −a nearly on its boundary.
     #[test]
