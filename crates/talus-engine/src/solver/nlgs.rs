@@ -201,8 +201,9 @@ pub fn solve_cone3(a_mat: &Matrix3<f64>, a: &Vector3<f64>) -> Vector3<f64> {
     };
     // f < 0 only on the arc where N < 0: φ* ± α, φ* opposite to (a₁, a₂), cos α = a₀/‖a_T‖
     // (the whole circle when a₀ < −‖a_T‖, i.e. −a in the cone), where h ≤ 0 at the left
-    // end and ≥ 0 at the right one. Sample it (the directions by rotation, one sin_cos),
-    // then Newton on h, kept inside the bracket of the best sample by bisection.
+    // end and ≥ 0 at the right one. Sample it (each direction the previous one rotated by
+    // the step: sines and cosines of the start and the step only), then Newton on h, kept
+    // inside the bracket of the best sample by bisection.
     const SAMPLES: usize = 64;
     let centre = (-a.z).atan2(-a.y);
     let alpha = (a.x / at).clamp(-1.0, 1.0).acos();
