@@ -310,6 +310,19 @@ fn csc_mul_transpose(c: &CscMatrix<f64>, lambda: &[f64], y: &mut [f64]) {
     }
 }
 
+/// Where each of n columns starts among entries in the columns `cols` (and, last, their
+/// count): the column pointers of a counting sort.
+fn column_starts(n: usize, cols: &[usize]) -> Vec<usize> {
+    let mut start = vec![0usize; n + 1];
+    for &c in cols {
+        start[c + 1] += 1;
+    }
+    for c in 0..n {
+        start[c + 1] += start[c];
+    }
+    start
+}
+
 /// The compressed columns of the m × n matrix with entries (rows[k], cols[k], vals[k]),
 /// given in ascending row order with no (row, column) twice: the same matrix, explicit
 /// zeros included, as [`CscMatrix::new_from_triplets`] makes of them, by a counting sort
@@ -323,13 +336,7 @@ pub fn csc_from_rows(
 ) -> CscMatrix<f64> {
     assert!(rows.len() == cols.len() && rows.len() == vals.len());
     debug_assert!(rows.windows(2).all(|w| w[0] <= w[1]), "csc_from_rows: rows not ascending");
-    let mut colptr = vec![0usize; n + 1];
-    for &c in cols {
-        colptr[c + 1] += 1;
-    }
-    for c in 0..n {
-        colptr[c + 1] += colptr[c];
-    }
+    let colptr = column_starts(n, cols);
     let mut fill = colptr.clone();
     let mut rowval = vec![0usize; rows.len()];
     let mut nzval = vec![0.0; rows.len()];
@@ -354,13 +361,7 @@ pub fn csc_from_triplets(
     vals: &[f64],
 ) -> CscMatrix<f64> {
     assert!(rows.len() == cols.len() && rows.len() == vals.len());
-    let mut start = vec![0usize; n + 1];
-    for &c in cols {
-        start[c + 1] += 1;
-    }
-    for c in 0..n {
-        start[c + 1] += start[c];
-    }
+    let start = column_starts(n, cols);
     // Entries by column, in the order given (a stable counting sort).
     let mut fill = start.clone();
     let mut order = vec![0usize; rows.len()];
