@@ -180,9 +180,8 @@ pub fn solve_cone3(a_mat: &Matrix3<f64>, a: &Vector3<f64>) -> Vector3<f64> {
     // h' = N''Q + N'Q'/2 − N Q''/2, Q' = 2d'ᵀAd, Q'' = 2(d''ᵀAd + d'ᵀAd').
     // −2f = N²/Q on the arc (N < 0), 0 off it, as the pair (N², Q) (Q > 0), from the
     // scalar coefficients of N and Q: samples are compared without a division.
-    let m = a_mat;
-    let (q0, q1, q2) = (m[(0, 0)], 2.0 * m[(0, 1)], 2.0 * m[(0, 2)]);
-    let (q11, q12, q22) = (m[(1, 1)], 2.0 * m[(1, 2)], m[(2, 2)]);
+    let (q0, q1, q2) = (a_mat[(0, 0)], 2.0 * a_mat[(0, 1)], 2.0 * a_mat[(0, 2)]);
+    let (q11, q12, q22) = (a_mat[(1, 1)], 2.0 * a_mat[(1, 2)], a_mat[(2, 2)]);
     let f = |c: f64, s: f64| {
         let n = a.x + a.y * c + a.z * s;
         let q = q0 + q1 * c + q2 * s + q11 * c * c + q12 * c * s + q22 * s * s;
@@ -225,30 +224,28 @@ pub fn solve_cone3(a_mat: &Matrix3<f64>, a: &Vector3<f64>) -> Vector3<f64> {
         (best.0 - step, best.0 + step)
     };
     let mut phi = best.0;
-    let bracketed = h_and_slope(lo).0 <= 0.0 && h_and_slope(hi).0 >= 0.0;
-    for _ in 0..if bracketed { 100 } else { 0 } {
-        let (h, slope) = h_and_slope(phi);
-        if h <= 0.0 {
-            lo = phi;
-        } else {
-            hi = phi;
-        }
-        let newton = phi - h / slope;
-        // A Newton step of δ leaves an error of order δ².
-        let scale = phi.abs().max(1.0);
-        if slope > 0.0 && (newton - phi).abs() <= 1e-10 * scale {
-            phi = newton;
-            break;
-        }
-        let is_newton = slope > 0.0 && newton > lo && newton < hi;
-        let next = if is_newton { newton } else { 0.5 * (lo + hi) };
-        phi = next;
-        if hi - lo <= 4.0 * f64::EPSILON * scale {
-            break;
+    if h_and_slope(lo).0 <= 0.0 && h_and_slope(hi).0 >= 0.0 {
+        for _ in 0..100 {
+            let (h, slope) = h_and_slope(phi);
+            if h <= 0.0 {
+                lo = phi;
+            } else {
+                hi = phi;
+            }
+            let newton = phi - h / slope;
+            // A Newton step of δ leaves an error of order δ².
+            let scale = phi.abs().max(1.0);
+            if slope > 0.0 && (newton - phi).abs() <= 1e-10 * scale {
+                phi = newton;
+                break;
+            }
+            phi = if slope > 0.0 && newton > lo && newton < hi { newton } else { 0.5 * (lo + hi) };
+            if hi - lo <= 4.0 * f64::EPSILON * scale {
+                break;
+            }
         }
     }
-    let dir = |phi: f64| Vector3::new(1.0, phi.cos(), phi.sin());
-    let d = dir(phi);
+    let d = Vector3::new(1.0, phi.cos(), phi.sin());
     let sigma = (-a.dot(&d) / d.dot(&(a_mat * d))).max(0.0);
     d * sigma
 }
