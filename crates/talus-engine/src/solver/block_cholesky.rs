@@ -24,6 +24,7 @@
 //! updates subtracted them), so the factor and the answer are the same, bit for bit.
 
 use crate::solver::pair::Pair;
+use crate::solver::wide::wide_fn;
 use nalgebra::{Matrix6, Vector6};
 use std::sync::Mutex;
 
@@ -135,6 +136,13 @@ fn find_split(cols: &[Vec<usize>], row_count: &[usize]) -> Option<Split> {
     Some(Split { owner, local, sets, top, bases: [0; 3] })
 }
 
+/// Write block i of `b`.
+#[inline(always)]
+fn set6(b: &mut [f64], i: usize, v: Vector6<f64>) {
+    b[6 * i..6 * i + 6].copy_from_slice(v.as_slice());
+}
+
+#[inline(always)]
 fn get6(b: &[f64], i: usize) -> Vector6<f64> {
     Vector6::from_column_slice(&b[6 * i..6 * i + 6])
 }
@@ -346,6 +354,19 @@ impl BlockCholesky {
         base: usize,
         map: &mut [usize],
     ) -> Option<Matrix6<f64>> {
+        factor_column_wide(self, j, dj, blocks, base, map)
+    }
+
+    /// [`Self::factor_column`], for [`wide_fn`].
+    #[inline(always)]
+    fn factor_column_any(
+        &self,
+        j: usize,
+        dj: &Matrix6<f64>,
+        blocks: &mut [Matrix6<f64>],
+        base: usize,
+        map: &mut [usize],
+    ) -> Option<Matrix6<f64>> {
         for p in self.start[j]..self.end[j] {
             map[self.rows[p]] = p - base;
         }
@@ -354,10 +375,10 @@ impl BlockCholesky {
             // L_jk (column k < j is final); the rows of column k below j update column j.
             let ljk = blocks[q - base];
             let ljk_t = ljk.transpose();
-            d -= ljk * ljk_t;
+            d -= mul6(&ljk, &ljk_t);
             let k = self.col[q];
             for p in q + 1..self.end[k] {
-                let t = blocks[p - base] * ljk_t;
+                let t = mul6(&blocks[p - base], &ljk_t);
                 blocks[map[self.rows[p]]] -= t;
             }
         }
@@ -368,12 +389,13 @@ impl BlockCholesky {
         }
         let inv_t = inv.transpose();
         for p in self.start[j]..self.end[j] {
-            blocks[p - base] *= inv_t;
+            blocks[p - base] = mul6(&blocks[p - base], &inv_t);
         }
         Some(inv)
     }
 
     /// Column j of the forward solve L y = b: y_j from b_j and the y of its row's columns.
+    #[inline(always)]
     fn forward(
         &self,
         j: usize,
@@ -388,6 +410,7 @@ impl BlockCholesky {
     }
 
     /// Column j of the backward solve Lᵀ x = y: x_j from y_j and the x of its column's rows.
+    #[inline(always)]
     fn backward(
         &self,
         j: usize,
@@ -404,16 +427,19 @@ impl BlockCholesky {
     /// Solve K x = b in place (b in the blocks' order, 6 unknowns per block), sharing the
     /// work with `pair`'s helper when the factor was split.
     pub(crate) fn solve_in_place(&self, b: &mut [f64], pair: Option<&Pair>) {
+        solve_in_place_wide(self, b, pair)
+    }
+
+    /// [`Self::solve_in_place`], for [`wide_fn`].
+    #[inline(always)]
+    fn solve_in_place_any(&self, b: &mut [f64], pair: Option<&Pair>) {
         assert_eq!(b.len(), 6 * self.n_blocks());
-        let set = |b: &mut [f64], j: usize, v: Vector6<f64>| {
-            b[6 * j..6 * j + 6].copy_from_slice(v.as_slice());
-        };
         let (Some(split), Some(pair)) = (&self.split, pair) else {
             // L y = b column by column (each y_j subtracted from the rows below it: the same
             // terms, in the same order, as the gathered rows of the split solve).
             for j in 0..self.n_blocks() {
                 let y = lower_mul(&self.diag_inv[j], &get6(b, j));
-                set(b, j, y);
+                set6(b, j, y);
                 for p in self.start[j]..self.end[j] {
                     let i = self.rows[p];
                     let t = self.blocks[p] * y;
@@ -424,7 +450,7 @@ impl BlockCholesky {
             }
             for j in (0..self.n_blocks()).rev() {
                 let x = self.backward(j, get6(b, j), |k| get6(b, k));
-                set(b, j, x);
+                set6(b, j, x);
             }
             return;
         };
@@ -443,47 +469,100 @@ impl BlockCholesky {
             let b: &[f64] = b;
             pair.run(&|s| {
                 let mut o = out[s].lock().expect("a set's buffer");
-                for (l, &j) in split.sets[s].iter().enumerate() {
-                    let y = self.forward(j, get6(b, j), |k| get6(&o, split.local[k]));
-                    set(&mut o, l, y);
-                }
+                forward_set_wide(self, split, s, b, &mut o);
             });
         }
         write_back(b);
         for &j in &split.top {
             let y = self.forward(j, get6(b, j), |k| get6(b, k));
-            set(b, j, y);
+            set6(b, j, y);
         }
         // Lᵀ x = y: the top, then the two sets at once (a column's rows are in its set or in
         // the top).
         for &j in split.top.iter().rev() {
             let x = self.backward(j, get6(b, j), |k| get6(b, k));
-            set(b, j, x);
+            set6(b, j, x);
         }
         {
             let b: &[f64] = b;
             pair.run(&|s| {
                 let mut o = out[s].lock().expect("a set's buffer");
-                for (l, &j) in split.sets[s].iter().enumerate().rev() {
-                    let x = self.backward(j, get6(b, j), |k| {
-                        if split.owner[k] as usize == s {
-                            get6(&o, split.local[k])
-                        } else {
-                            get6(b, k)
-                        }
-                    });
-                    set(&mut o, l, x);
-                }
+                backward_set_wide(self, split, s, b, &mut o);
             });
         }
         write_back(b);
     }
+
+    /// The forward solve of set `s` of the split factor, from `b` into the set's buffer
+    /// `o`, for [`wide_fn`].
+    #[inline(always)]
+    fn forward_set(&self, split: &Split, s: usize, b: &[f64], o: &mut [f64]) {
+        for (l, &j) in split.sets[s].iter().enumerate() {
+            let y = self.forward(j, get6(b, j), |k| get6(o, split.local[k]));
+            set6(o, l, y);
+        }
+    }
+
+    /// The backward solve of set `s` of the split factor (the top's x in `b`), into the
+    /// set's buffer `o`, for [`wide_fn`].
+    #[inline(always)]
+    fn backward_set(&self, split: &Split, s: usize, b: &[f64], o: &mut [f64]) {
+        for (l, &j) in split.sets[s].iter().enumerate().rev() {
+            let x = self.backward(j, get6(b, j), |k| {
+                if split.owner[k] as usize == s { get6(o, split.local[k]) } else { get6(b, k) }
+            });
+            set6(o, l, x);
+        }
+    }
+}
+
+wide_fn! {
+    fn factor_column_wide(
+        chol: &BlockCholesky,
+        j: usize,
+        dj: &Matrix6<f64>,
+        blocks: &mut [Matrix6<f64>],
+        base: usize,
+        map: &mut [usize],
+    ) -> Option<Matrix6<f64>> = BlockCholesky::factor_column_any;
+}
+wide_fn! {
+    fn solve_in_place_wide(chol: &BlockCholesky, b: &mut [f64], pair: Option<&Pair>) =
+        BlockCholesky::solve_in_place_any;
+}
+wide_fn! {
+    fn forward_set_wide(chol: &BlockCholesky, split: &Split, s: usize, b: &[f64], o: &mut [f64]) =
+        BlockCholesky::forward_set;
+}
+wide_fn! {
+    fn backward_set_wide(chol: &BlockCholesky, split: &Split, s: usize, b: &[f64], o: &mut [f64]) =
+        BlockCholesky::backward_set;
+}
+
+/// `a b` for 6 × 6 matrices, bit for bit nalgebra's product (column j of the product is
+/// the sum of a's columns k times b_kj, added in the order of k from the first product),
+/// inlined where nalgebra's is a call.
+#[inline(always)]
+fn mul6(a: &Matrix6<f64>, b: &Matrix6<f64>) -> Matrix6<f64> {
+    let mut c = Matrix6::zeros();
+    for j in 0..6 {
+        for i in 0..6 {
+            c[(i, j)] = a[(i, 0)] * b[(0, j)];
+        }
+        for k in 1..6 {
+            for i in 0..6 {
+                c[(i, j)] += a[(i, k)] * b[(k, j)];
+            }
+        }
+    }
+    c
 }
 
 /// `l * v` for a lower-triangular `l` (a diagonal block's L_jj⁻¹), bit for bit, without
 /// the products above the diagonal. nalgebra sums the columns' products in column order; the
 /// ones above the diagonal are zeros, added last, which leave a nonzero sum as it is (they
 /// are added when the sum is zero, for its sign).
+#[inline(always)]
 fn lower_mul(l: &Matrix6<f64>, v: &Vector6<f64>) -> Vector6<f64> {
     let mut y = Vector6::zeros();
     for r in 0..6 {
@@ -504,6 +583,7 @@ fn lower_mul(l: &Matrix6<f64>, v: &Vector6<f64>) -> Vector6<f64> {
 /// `l.tr_mul(v)` (lᵀ v) for a lower-triangular `l`, bit for bit, without the products of
 /// its zeros: nalgebra's dot products start from +0 and add the products in row order, and
 /// the zeros come first there, so the sum is +0 until the first product of the triangle.
+#[inline(always)]
 fn lower_tr_mul(l: &Matrix6<f64>, v: &Vector6<f64>) -> Vector6<f64> {
     let mut y = Vector6::zeros();
     for r in 0..6 {
@@ -629,6 +709,91 @@ mod tests {
             zero_results += b.iter().filter(|x| **x == 0.0).count();
         }
         assert!(zero_results > 1000, "the cases must include zero sums ({zero_results})");
+    }
+
+    /// `mul6` gives nalgebra's product, bit for bit, signed zeros included.
+    #[test]
+    fn the_block_product_is_nalgebras_bit_for_bit() {
+        let mut s = 7u64;
+        let mut rnd = || {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((s >> 11) as f64 / (1u64 << 53) as f64) - 0.5
+        };
+        let bits = |m: &Matrix6<f64>| m.iter().map(|a| a.to_bits()).collect::<Vec<u64>>();
+        let mut zeros = 0;
+        for case in 0..2000u64 {
+            let mut a = Matrix6::from_fn(|_, _| rnd());
+            let mut b = Matrix6::from_fn(|_, _| rnd());
+            // Zeros of both signs in a third of the entries, and exact cancellations.
+            for (k, v) in a.iter_mut().chain(b.iter_mut()).enumerate() {
+                match (case.wrapping_mul(31) + k as u64 * 7) % 6 {
+                    0 => *v = 0.0,
+                    1 => *v = -0.0,
+                    2 => *v = 0.5,
+                    _ => {}
+                }
+            }
+            let (ours, theirs) = (mul6(&a, &b), a * b);
+            assert_eq!(bits(&ours), bits(&theirs), "case {case}: {ours} against {theirs}");
+            zeros += theirs.iter().filter(|x| **x == 0.0).count();
+        }
+        assert!(zeros > 100, "the cases must include zero sums ({zeros})");
+    }
+
+    /// The factorisation and the solves through [`wide_fn`] (on a processor with AVX2, its
+    /// AVX2 copies) give the kernels' own answers (compiled here for the baseline), bit for
+    /// bit, on one thread and split on two.
+    #[test]
+    fn the_wide_kernels_give_the_baseline_bits() {
+        let mut s = 4242u64;
+        let mut rnd = || {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((s >> 11) as f64 / (1u64 << 53) as f64) - 0.5
+        };
+        // Two chains joined by a separator, with chords: fill, and a split on two threads.
+        let nb = 150;
+        let mut pairs: Vec<(usize, usize)> = Vec::new();
+        for i in 1..70 {
+            pairs.push((i, i - 1));
+            pairs.push((70 + i, 70 + i - 1));
+        }
+        for i in 141..nb {
+            pairs.push((i, i - 1));
+        }
+        pairs.extend([(140, 69), (141, 139), (145, 30), (147, 100), (20, 5), (90, 75)]);
+        let (k, lower) = random_spd(nb, &pairs, 40.0, &mut rnd);
+        let b: Vec<f64> = (0..6 * nb).map(|_| rnd()).collect();
+        let bits = |v: &[f64]| v.iter().map(|a| a.to_bits()).collect::<Vec<u64>>();
+        let block_bits = |m: &[Matrix6<f64>]| {
+            m.iter().flat_map(|b| b.iter().map(|a| a.to_bits())).collect::<Vec<u64>>()
+        };
+        for two in [false, true] {
+            let mut f = BlockCholesky::new(&lower, two);
+            assert_eq!(f.split.is_some(), two, "the factor should split only for two threads");
+            let (diag, low) = blocks_of(&k, &f, &pairs);
+            // The baseline copy: factorize's one-thread loop on the kernel itself.
+            let mut base = f.clone();
+            let mut blocks = low.clone();
+            let mut map = vec![usize::MAX; nb];
+            for (j, dj) in diag.iter().enumerate() {
+                let inv = base.factor_column_any(j, dj, &mut blocks, 0, &mut map);
+                base.diag_inv[j] = inv.expect("K is positive definite");
+            }
+            base.blocks = blocks;
+            // Through the dispatch, on one thread and on two.
+            assert!(f.factorize(&diag, &low, None));
+            assert_eq!(block_bits(&f.blocks), block_bits(&base.blocks), "two: {two}");
+            assert_eq!(block_bits(&f.diag_inv), block_bits(&base.diag_inv), "two: {two}");
+            if two {
+                assert!(Pair::solve(|pair| f.factorize(&diag, &low, pair)));
+                assert_eq!(block_bits(&f.blocks), block_bits(&base.blocks));
+            }
+            let mut x_base = b.clone();
+            base.solve_in_place_any(&mut x_base, None);
+            let mut x = b.clone();
+            Pair::solve(|pair| f.solve_in_place(&mut x, pair.filter(|_| two)));
+            assert_eq!(bits(&x), bits(&x_base), "two threads: {two}");
+        }
     }
 
     /// Two chains of 60 blocks and a separator of 8 joined to both (with chords, for fill):
