@@ -601,6 +601,15 @@ mod tests {
     use super::*;
     use nalgebra::DMatrix;
 
+    /// Uniform numbers in [−½, ½) from a linear congruential generator seeded with `seed`.
+    fn uniform(seed: u64) -> impl FnMut() -> f64 {
+        let mut s = seed;
+        move || {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((s >> 11) as f64 / (1u64 << 53) as f64) - 0.5
+        }
+    }
+
     /// A random symmetric matrix on the block pattern `pairs` (i > j) of `nb` blocks, each
     /// diagonal entry shifted by `diagonal` (positive definite when it dominates), and the
     /// blocks below its diagonal by column.
@@ -657,11 +666,7 @@ mod tests {
     #[test]
     fn agrees_with_a_dense_cholesky_and_has_fill() {
         let nb = 12;
-        let mut s = 12345u64;
-        let mut rnd = || {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((s >> 11) as f64 / (1u64 << 53) as f64) - 0.5
-        };
+        let mut rnd = uniform(12345);
         let mut pairs: Vec<(usize, usize)> = (1..nb).map(|i| (i, i - 1)).collect();
         pairs.extend([(5, 0), (9, 2), (11, 4), (7, 3)]);
         let n = 6 * nb;
@@ -684,11 +689,7 @@ mod tests {
     /// The triangular products give nalgebra's bits, signed zeros included.
     #[test]
     fn triangular_products_are_nalgebras_bit_for_bit() {
-        let mut s = 99u64;
-        let mut rnd = || {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((s >> 11) as f64 / (1u64 << 53) as f64) - 0.5
-        };
+        let mut rnd = uniform(99);
         let bits = |v: &Vector6<f64>| v.iter().map(|a| a.to_bits()).collect::<Vec<u64>>();
         let mut zero_results = 0;
         for case in 0..4000 {
@@ -714,17 +715,13 @@ mod tests {
     /// `mul6` gives nalgebra's product, bit for bit, signed zeros included.
     #[test]
     fn the_block_product_is_nalgebras_bit_for_bit() {
-        let mut s = 7u64;
-        let mut rnd = || {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((s >> 11) as f64 / (1u64 << 53) as f64) - 0.5
-        };
+        let mut rnd = uniform(7);
         let bits = |m: &Matrix6<f64>| m.iter().map(|a| a.to_bits()).collect::<Vec<u64>>();
         let mut zeros = 0;
         for case in 0..2000u64 {
             let mut a = Matrix6::from_fn(|_, _| rnd());
             let mut b = Matrix6::from_fn(|_, _| rnd());
-            // Zeros of both signs in a third of the entries, and exact cancellations.
+            // Half the entries +0, −0 or ½: zero sums of both signs, and repeated values.
             for (k, v) in a.iter_mut().chain(b.iter_mut()).enumerate() {
                 match (case.wrapping_mul(31) + k as u64 * 7) % 6 {
                     0 => *v = 0.0,
@@ -745,11 +742,7 @@ mod tests {
     /// bit, on one thread and split on two.
     #[test]
     fn the_wide_kernels_give_the_baseline_bits() {
-        let mut s = 4242u64;
-        let mut rnd = || {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((s >> 11) as f64 / (1u64 << 53) as f64) - 0.5
-        };
+        let mut rnd = uniform(4242);
         // Two chains joined by a separator, with chords: fill, and a split on two threads.
         let nb = 150;
         let mut pairs: Vec<(usize, usize)> = Vec::new();
@@ -804,11 +797,7 @@ mod tests {
     fn a_split_solve_is_the_one_thread_solve_bit_for_bit() {
         let (chain, sep) = (60, 8);
         let nb = 2 * chain + sep;
-        let mut s = 777u64;
-        let mut rnd = || {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((s >> 11) as f64 / (1u64 << 53) as f64) - 0.5
-        };
+        let mut rnd = uniform(777);
         let mut pairs: Vec<(usize, usize)> = Vec::new();
         for c in 0..2 {
             let o = c * chain;
