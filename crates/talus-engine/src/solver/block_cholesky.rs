@@ -22,6 +22,9 @@
 //! column is computed by the same operations in the same order as on one thread (the
 //! forward solve gathers its row's products by ascending column, as the column-by-column
 //! updates subtracted them), so the factor and the answer are the same, bit for bit.
+//!
+//! The column kernel and the triangular solves run through copies compiled for AVX2 where
+//! the processor has it ([`crate::solver::wide`]), with the same bits.
 
 use crate::solver::pair::Pair;
 use crate::solver::wide::wide_fn;
