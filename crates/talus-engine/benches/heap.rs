@@ -304,7 +304,10 @@ fn main() {
         }
         nlgs @ SolverConfig::Nlgs { .. } => nlgs,
     };
-    println!("solver: {solver:?}, dense_max_bodies: {dense:?}");
+    println!(
+        "solver: {solver:?}, dense_max_bodies: {dense:?}, {} kernels",
+        talus_engine::solver::wide::kernels()
+    );
     print_header();
     for (n, reference) in [(100usize, 2.1), (500, 43.0), (1000, 93.0), (3000, 968.0)] {
         if !sizes.contains(&n) {

@@ -202,9 +202,10 @@ fn main() {
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a pool");
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
-        "thesis heaps, {steps} steps of 1 ms, Talus solver {:?}{}, {threads} thread(s); cores {}; load {}",
+        "thesis heaps, {steps} steps of 1 ms, Talus solver {:?}{}, {threads} thread(s), {} kernels; cores {}; load {}",
         solvers[0],
         if solvers.len() > 1 { " (the tolerance of each run in its row)" } else { "" },
+        talus_engine::solver::wide::kernels(),
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
     );

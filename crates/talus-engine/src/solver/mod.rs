@@ -14,4 +14,4 @@ pub mod islands;
 pub mod nlgs;
 pub(crate) mod pair;
 pub mod warm;
-pub(crate) mod wide;
+pub mod wide;

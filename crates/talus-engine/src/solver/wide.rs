@@ -10,6 +10,16 @@
 //! A kernel is marked `#[inline(always)]`, and so is what it calls in its inner loops:
 //! only what is inlined into the AVX2 copy is compiled for AVX2.
 
+/// Which copy of the kernels this processor runs: `"AVX2"` or `"baseline"` (for benchmark
+/// headers: timings of the two are not comparable).
+pub fn kernels() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        return "AVX2";
+    }
+    "baseline"
+}
+
 /// `$vis fn $name($arg: $ty, ...) -> $ret` calling `$kernel($arg, ...)`, through a copy
 /// compiled for AVX2 when the processor has it.
 macro_rules! wide_fn {
