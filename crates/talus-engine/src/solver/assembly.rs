@@ -310,9 +310,10 @@ fn csc_mul_transpose(c: &CscMatrix<f64>, lambda: &[f64], y: &mut [f64]) {
     }
 }
 
-/// Where each of n columns starts among entries in the columns `cols` (and, last, their
-/// count): the column pointers of a counting sort.
-fn column_starts(n: usize, cols: &[usize]) -> Vec<usize> {
+/// A stable counting sort of entries by their columns `cols` (each < n): where each
+/// column starts (and, last, the count), and the entries' indices column by column, each
+/// column's in the order given.
+fn by_column(n: usize, cols: &[usize]) -> (Vec<usize>, Vec<usize>) {
     let mut start = vec![0usize; n + 1];
     for &c in cols {
         start[c + 1] += 1;
@@ -320,7 +321,13 @@ fn column_starts(n: usize, cols: &[usize]) -> Vec<usize> {
     for c in 0..n {
         start[c + 1] += start[c];
     }
-    start
+    let mut fill = start.clone();
+    let mut order = vec![0usize; cols.len()];
+    for (k, &c) in cols.iter().enumerate() {
+        order[fill[c]] = k;
+        fill[c] += 1;
+    }
+    (start, order)
 }
 
 /// The compressed columns of the m × n matrix with entries (rows[k], cols[k], vals[k]),
@@ -336,15 +343,10 @@ pub fn csc_from_rows(
 ) -> CscMatrix<f64> {
     assert!(rows.len() == cols.len() && rows.len() == vals.len());
     debug_assert!(rows.windows(2).all(|w| w[0] <= w[1]), "csc_from_rows: rows not ascending");
-    let colptr = column_starts(n, cols);
-    let mut fill = colptr.clone();
-    let mut rowval = vec![0usize; rows.len()];
-    let mut nzval = vec![0.0; rows.len()];
-    for ((&r, &c), &v) in rows.iter().zip(cols).zip(vals) {
-        rowval[fill[c]] = r;
-        nzval[fill[c]] = v;
-        fill[c] += 1;
-    }
+    // The rows ascend, so each column's entries, in the order given, ascend too.
+    let (colptr, order) = by_column(n, cols);
+    let rowval = order.iter().map(|&k| rows[k]).collect();
+    let nzval = order.iter().map(|&k| vals[k]).collect();
     CscMatrix { m, n, colptr, rowval, nzval }
 }
 
@@ -361,14 +363,7 @@ pub fn csc_from_triplets(
     vals: &[f64],
 ) -> CscMatrix<f64> {
     assert!(rows.len() == cols.len() && rows.len() == vals.len());
-    let start = column_starts(n, cols);
-    // Entries by column, in the order given (a stable counting sort).
-    let mut fill = start.clone();
-    let mut order = vec![0usize; rows.len()];
-    for (k, &c) in cols.iter().enumerate() {
-        order[fill[c]] = k;
-        fill[c] += 1;
-    }
+    let (start, mut order) = by_column(n, cols);
     let mut colptr = vec![0usize; n + 1];
     let mut rowval = Vec::with_capacity(rows.len());
     let mut nzval = Vec::with_capacity(rows.len());

@@ -613,6 +613,11 @@ mod tests {
         }
     }
 
+    /// The bits of the numbers `v` (to compare results exactly, signed zeros included).
+    fn bits<'a>(v: impl IntoIterator<Item = &'a f64>) -> Vec<u64> {
+        v.into_iter().map(|a| a.to_bits()).collect()
+    }
+
     /// A random symmetric matrix on the block pattern `pairs` (i > j) of `nb` blocks, each
     /// diagonal entry shifted by `diagonal` (positive definite when it dominates), and the
     /// blocks below its diagonal by column.
@@ -693,7 +698,6 @@ mod tests {
     #[test]
     fn triangular_products_are_nalgebras_bit_for_bit() {
         let mut rnd = uniform(99);
-        let bits = |v: &Vector6<f64>| v.iter().map(|a| a.to_bits()).collect::<Vec<u64>>();
         let mut zero_results = 0;
         for case in 0..4000 {
             let l = Matrix6::from_fn(|r, c| if c <= r { rnd() } else { 0.0 });
@@ -719,7 +723,6 @@ mod tests {
     #[test]
     fn the_block_product_is_nalgebras_bit_for_bit() {
         let mut rnd = uniform(7);
-        let bits = |m: &Matrix6<f64>| m.iter().map(|a| a.to_bits()).collect::<Vec<u64>>();
         let mut zeros = 0;
         for case in 0..2000u64 {
             let mut a = Matrix6::from_fn(|_, _| rnd());
@@ -759,10 +762,7 @@ mod tests {
         pairs.extend([(140, 69), (141, 139), (145, 30), (147, 100), (20, 5), (90, 75)]);
         let (k, lower) = random_spd(nb, &pairs, 40.0, &mut rnd);
         let b: Vec<f64> = (0..6 * nb).map(|_| rnd()).collect();
-        let bits = |v: &[f64]| v.iter().map(|a| a.to_bits()).collect::<Vec<u64>>();
-        let block_bits = |m: &[Matrix6<f64>]| {
-            m.iter().flat_map(|b| b.iter().map(|a| a.to_bits())).collect::<Vec<u64>>()
-        };
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().expect("a pool");
         for two in [false, true] {
             let mut f = BlockCholesky::new(&lower, two);
             assert_eq!(f.split.is_some(), two, "the factor should split only for two threads");
@@ -776,18 +776,26 @@ mod tests {
                 base.diag_inv[j] = inv.expect("K is positive definite");
             }
             base.blocks = blocks;
-            // Through the dispatch, on one thread and on two.
-            assert!(f.factorize(&diag, &low, None));
-            assert_eq!(block_bits(&f.blocks), block_bits(&base.blocks), "two: {two}");
-            assert_eq!(block_bits(&f.diag_inv), block_bits(&base.diag_inv), "two: {two}");
-            if two {
-                assert!(Pair::solve(|pair| f.factorize(&diag, &low, pair)));
-                assert_eq!(block_bits(&f.blocks), block_bits(&base.blocks));
-            }
             let mut x_base = b.clone();
             base.solve_in_place_any(&mut x_base, None);
+            // Through the dispatch, on one thread, and (split) on two.
+            let factor_bits =
+                |f: &BlockCholesky| bits(f.blocks.iter().chain(&f.diag_inv).flatten());
+            assert!(f.factorize(&diag, &low, None));
+            assert_eq!(factor_bits(&f), factor_bits(&base), "two: {two}");
             let mut x = b.clone();
-            Pair::solve(|pair| f.solve_in_place(&mut x, pair.filter(|_| two)));
+            if two {
+                pool.install(|| {
+                    Pair::solve(|pair| {
+                        let pair = pair.expect("two threads");
+                        assert!(f.factorize(&diag, &low, Some(pair)));
+                        f.solve_in_place(&mut x, Some(pair))
+                    })
+                });
+                assert_eq!(factor_bits(&f), factor_bits(&base));
+            } else {
+                f.solve_in_place(&mut x, None);
+            }
             assert_eq!(bits(&x), bits(&x_base), "two threads: {two}");
         }
     }
@@ -824,11 +832,7 @@ mod tests {
         let mut one = b.clone();
         f.solve_in_place(&mut one, None);
         let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().expect("a pool");
-        let bits = |v: &[f64]| v.iter().map(|a| a.to_bits()).collect::<Vec<u64>>();
-        let factor_bits = |f: &BlockCholesky| {
-            let m = f.blocks.iter().chain(&f.diag_inv).flat_map(|m| m.iter().copied());
-            bits(&m.collect::<Vec<f64>>())
-        };
+        let factor_bits = |f: &BlockCholesky| bits(f.blocks.iter().chain(&f.diag_inv).flatten());
         let factor_one = factor_bits(&f);
         for _ in 0..20 {
             let mut g = f.clone();

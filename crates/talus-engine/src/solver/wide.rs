@@ -13,11 +13,17 @@
 /// Which copy of the kernels this processor runs: `"AVX2"` or `"baseline"` (for benchmark
 /// headers: timings of the two are not comparable).
 pub fn kernels() -> &'static str {
+    if has_avx2() { "AVX2" } else { "baseline" }
+}
+
+/// Whether the processor has AVX2 (what [`wide_fn`] decides by).
+#[inline(always)]
+pub(crate) fn has_avx2() -> bool {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
-        return "AVX2";
+        return true;
     }
-    "baseline"
+    false
 }
 
 /// `$vis fn $name($arg: $ty, ...) -> $ret` calling `$kernel($arg, ...)`, through a copy
@@ -32,7 +38,7 @@ macro_rules! wide_fn {
                 $kernel($($arg),*)
             }
             #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("avx2") {
+            if $crate::solver::wide::has_avx2() {
                 // SAFETY: the processor has AVX2, checked just above.
                 return unsafe { avx2($($arg),*) };
             }
