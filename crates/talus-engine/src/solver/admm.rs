@@ -123,59 +123,130 @@ impl Anderson {
     /// Record f = g − u and g; write the next input into `out` (g itself when there is no
     /// history or the least-squares problem is singular). Returns the previous step's
     /// (f, g), whose buffers the caller may reuse.
+    ///
+    /// Two passes over the vectors: the new differences with their Gram entries and the
+    /// right-hand side Δfᵢ·f, then the combination. Each dot product sums its terms in
+    /// order from −0 (as `Iterator::sum`), and the combination subtracts γᵢ Δgᵢ in order,
+    /// so the answer is that of the dot products and updates done one by one, bit for bit
+    /// (`the_fused_anderson_step_gives_the_reference_bits`); the vectors are read from
+    /// memory about half as often (session 31, docs/benchmarks.md).
     fn step(&mut self, f: Vec<f64>, g: Vec<f64>, out: &mut [f64]) -> Option<(Vec<f64>, Vec<f64>)> {
-        let mut spent = None;
-        let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
-        if let Some((f0, g0)) = self.last.take() {
-            let mem = ANDERSON_MEMORY;
-            if self.df.len() == mem {
-                let (mut a, mut b) = (self.df.pop_front().unwrap(), self.dg.pop_front().unwrap());
-                // Shift the Gram matrix up-left by one.
-                for i in 0..mem - 1 {
-                    for j in 0..mem - 1 {
-                        self.gram[i * mem + j] = self.gram[(i + 1) * mem + j + 1];
-                    }
+        let mem = ANDERSON_MEMORY;
+        let Some((f0, g0)) = self.last.take() else {
+            // No history (the differences are cleared with it).
+            out.copy_from_slice(&g);
+            self.last = Some((f, g));
+            return None;
+        };
+        let (mut a, mut b) = if self.df.len() == mem {
+            // Shift the Gram matrix up-left by one.
+            for i in 0..mem - 1 {
+                for j in 0..mem - 1 {
+                    self.gram[i * mem + j] = self.gram[(i + 1) * mem + j + 1];
                 }
-                // Reuse the buffers.
-                a.iter_mut().zip(f.iter().zip(&f0)).for_each(|(d, (x, y))| *d = x - y);
-                b.iter_mut().zip(g.iter().zip(&g0)).for_each(|(d, (x, y))| *d = x - y);
-                self.df.push_back(a);
-                self.dg.push_back(b);
-            } else {
-                self.df.push_back(f.iter().zip(&f0).map(|(x, y)| x - y).collect());
-                self.dg.push_back(g.iter().zip(&g0).map(|(x, y)| x - y).collect());
             }
-            spent = Some((f0, g0));
-            let k = self.df.len();
-            let new = &self.df[k - 1];
-            for i in 0..k {
-                let d = dot(&self.df[i], new);
-                self.gram[i * mem + k - 1] = d;
-                self.gram[(k - 1) * mem + i] = d;
-            }
-        }
+            (self.df.pop_front().unwrap(), self.dg.pop_front().unwrap())
+        } else {
+            (vec![0.0; f.len()], vec![0.0; f.len()])
+        };
+        // The new differences; their products with the older ones and themselves (the
+        // Gram matrix's new column) and every Δfᵢ·f.
+        let pass: Differences = match self.df.len() {
+            0 => differences::<0>,
+            1 => differences::<1>,
+            2 => differences::<2>,
+            3 => differences::<3>,
+            4 => differences::<4>,
+            _ => unreachable!("at most ANDERSON_MEMORY - 1 older differences"),
+        };
+        let old: Vec<&[f64]> = self.df.iter().map(|d| &d[..]).collect();
+        let (gram_new, rhs) = pass(&old, [&f, &f0, &g, &g0], &mut a, &mut b);
+        self.df.push_back(a);
+        self.dg.push_back(b);
         let k = self.df.len();
-        out.copy_from_slice(&g);
-        if k > 0 {
-            let mem = ANDERSON_MEMORY;
-            let mut a = DMatrix::<f64>::from_fn(k, k, |i, j| self.gram[i * mem + j]);
-            let b = DVector::<f64>::from_fn(k, |i, _| dot(&self.df[i], &f));
-            let reg = 1e-10 * (0..k).map(|i| a[(i, i)]).fold(0.0, f64::max) + f64::MIN_POSITIVE;
-            for i in 0..k {
-                a[(i, i)] += reg;
+        for (i, &d) in gram_new.iter().enumerate().take(k) {
+            self.gram[i * mem + k - 1] = d;
+            self.gram[(k - 1) * mem + i] = d;
+        }
+        let mut a = DMatrix::<f64>::from_fn(k, k, |i, j| self.gram[i * mem + j]);
+        let b = DVector::<f64>::from_fn(k, |i, _| rhs[i]);
+        let reg = 1e-10 * (0..k).map(|i| a[(i, i)]).fold(0.0, f64::max) + f64::MIN_POSITIVE;
+        for i in 0..k {
+            a[(i, i)] += reg;
+        }
+        let gamma = a.cholesky().map(|ch| ch.solve(&b)).filter(|g| g.iter().all(|v| v.is_finite()));
+        match gamma {
+            Some(gamma) => {
+                let pass: Combine = match k {
+                    1 => combine::<1>,
+                    2 => combine::<2>,
+                    3 => combine::<3>,
+                    4 => combine::<4>,
+                    5 => combine::<5>,
+                    _ => unreachable!("between 1 and ANDERSON_MEMORY differences"),
+                };
+                let dg: Vec<&[f64]> = self.dg.iter().map(|d| &d[..]).collect();
+                pass(&dg, gamma.as_slice(), &g, out);
             }
-            if let Some(ch) = a.cholesky() {
-                let gamma = ch.solve(&b);
-                if gamma.iter().all(|v| v.is_finite()) {
-                    for (i, dg) in self.dg.iter().enumerate() {
-                        let gi = gamma[i];
-                        out.iter_mut().zip(dg).for_each(|(o, d)| *o -= gi * d);
-                    }
-                }
-            }
+            None => out.copy_from_slice(&g),
         }
         self.last = Some((f, g));
-        spent
+        Some((f0, g0))
+    }
+}
+
+/// [`differences`] for one count of older differences.
+type Differences = fn(
+    &[&[f64]],
+    [&[f64]; 4],
+    &mut [f64],
+    &mut [f64],
+) -> ([f64; ANDERSON_MEMORY], [f64; ANDERSON_MEMORY]);
+/// [`combine`] for one count of differences.
+type Combine = fn(&[&[f64]], &[f64], &[f64], &mut [f64]);
+
+/// One pass of [`Anderson::step`] with `K` older differences `older`: from
+/// `[f, f₀, g, g₀]`, the differences a = f − f₀ and b = g − g₀; returns the products of
+/// the older Δf's with a, then a·a (the Gram matrix's new column), and those of the older
+/// Δf's with f, then a·f (the right-hand side). Each sum is added to in order, from −0, as
+/// a dot product of its own.
+fn differences<const K: usize>(
+    older: &[&[f64]],
+    [f, f0, g, g0]: [&[f64]; 4],
+    a: &mut [f64],
+    b: &mut [f64],
+) -> ([f64; ANDERSON_MEMORY], [f64; ANDERSON_MEMORY]) {
+    let len = f.len();
+    let (f0, g, g0, a, b) = (&f0[..len], &g[..len], &g0[..len], &mut a[..len], &mut b[..len]);
+    let older: [&[f64]; K] = std::array::from_fn(|i| &older[i][..len]);
+    let (mut gram, mut rhs) = ([-0.0f64; ANDERSON_MEMORY], [-0.0f64; ANDERSON_MEMORY]);
+    for j in 0..len {
+        let d = f[j] - f0[j];
+        a[j] = d;
+        b[j] = g[j] - g0[j];
+        for i in 0..K {
+            gram[i] += older[i][j] * d;
+            rhs[i] += older[i][j] * f[j];
+        }
+        gram[K] += d * d;
+        rhs[K] += d * f[j];
+    }
+    (gram, rhs)
+}
+
+/// The other pass of [`Anderson::step`], with `K` differences: out = g − Σᵢ γᵢ Δgᵢ,
+/// subtracted in order.
+fn combine<const K: usize>(dg: &[&[f64]], gamma: &[f64], g: &[f64], out: &mut [f64]) {
+    let len = g.len();
+    let out = &mut out[..len];
+    let dg: [&[f64]; K] = std::array::from_fn(|i| &dg[i][..len]);
+    let gamma: [f64; K] = std::array::from_fn(|i| gamma[i]);
+    for j in 0..len {
+        let mut o = g[j];
+        for i in 0..K {
+            o -= gamma[i] * dg[i][j];
+        }
+        out[j] = o;
     }
 }
 
@@ -739,5 +810,111 @@ mod tests {
             Certificate { stationarity: 1e-4, primal: 1e-3, dual: 0.0, complementarity: 1e-3 };
         assert_eq!(lagging_cones(&cones, &cx, &r, &z, &halved, 1e-3), vec![(0, 3), (3, 3), (9, 1)]);
         assert_eq!(lagging_cones(&cones, &cx, &r, &z, &halved, 3e-3), vec![(0, 3), (3, 3)]);
+    }
+
+    /// [`Anderson::step`] as it was before its passes were fused (session 30): each dot
+    /// product and each update of `out` a loop of its own.
+    struct ReferenceAnderson {
+        last: Option<(Vec<f64>, Vec<f64>)>,
+        df: VecDeque<Vec<f64>>,
+        dg: VecDeque<Vec<f64>>,
+        gram: Vec<f64>,
+    }
+
+    impl ReferenceAnderson {
+        fn step(&mut self, f: Vec<f64>, g: Vec<f64>, out: &mut [f64]) {
+            let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
+            let mem = ANDERSON_MEMORY;
+            if let Some((f0, g0)) = self.last.take() {
+                if self.df.len() == mem {
+                    self.df.pop_front();
+                    self.dg.pop_front();
+                    for i in 0..mem - 1 {
+                        for j in 0..mem - 1 {
+                            self.gram[i * mem + j] = self.gram[(i + 1) * mem + j + 1];
+                        }
+                    }
+                }
+                self.df.push_back(f.iter().zip(&f0).map(|(x, y)| x - y).collect());
+                self.dg.push_back(g.iter().zip(&g0).map(|(x, y)| x - y).collect());
+                let k = self.df.len();
+                let new = &self.df[k - 1];
+                for i in 0..k {
+                    let d = dot(&self.df[i], new);
+                    self.gram[i * mem + k - 1] = d;
+                    self.gram[(k - 1) * mem + i] = d;
+                }
+            }
+            let k = self.df.len();
+            out.copy_from_slice(&g);
+            if k > 0 {
+                let mut a = DMatrix::<f64>::from_fn(k, k, |i, j| self.gram[i * mem + j]);
+                let b = DVector::<f64>::from_fn(k, |i, _| dot(&self.df[i], &f));
+                let reg = 1e-10 * (0..k).map(|i| a[(i, i)]).fold(0.0, f64::max) + f64::MIN_POSITIVE;
+                for i in 0..k {
+                    a[(i, i)] += reg;
+                }
+                if let Some(ch) = a.cholesky() {
+                    let gamma = ch.solve(&b);
+                    if gamma.iter().all(|v| v.is_finite()) {
+                        for (i, dg) in self.dg.iter().enumerate() {
+                            let gi = gamma[i];
+                            out.iter_mut().zip(dg).for_each(|(o, d)| *o -= gi * d);
+                        }
+                    }
+                }
+            }
+            self.last = Some((f, g));
+        }
+    }
+
+    /// The fused passes give the one-by-one step's answer bit for bit: a sequence of 14
+    /// steps that fills the memory, runs past it and is cleared once, on vectors with
+    /// repeated entries (zero differences) and entries of very different sizes.
+    #[test]
+    fn the_fused_anderson_step_gives_the_reference_bits() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((seed >> 11) as f64 / (1u64 << 53) as f64) - 0.5
+        };
+        let len = 103;
+        let mut fused = Anderson::new();
+        let mut reference = ReferenceAnderson {
+            last: None,
+            df: VecDeque::new(),
+            dg: VecDeque::new(),
+            gram: vec![0.0; ANDERSON_MEMORY * ANDERSON_MEMORY],
+        };
+        let mut u = vec![0.0; len];
+        let (mut out, mut out_ref) = (vec![0.0; len], vec![0.0; len]);
+        let mut combined = 0;
+        for step in 0..14 {
+            if step == 9 {
+                fused.clear();
+                reference.last = None;
+                reference.df.clear();
+                reference.dg.clear();
+            }
+            // g(u): a contraction plus noise; every fifth entry held at its last value.
+            let g: Vec<f64> = (0..len)
+                .map(|j| {
+                    let scale = if j % 7 == 0 { 1e6 } else { 1.0 };
+                    if j % 5 == 0 && step > 0 { u[j] } else { 0.5 * u[j] + scale * next() }
+                })
+                .collect();
+            let f: Vec<f64> = g.iter().zip(&u).map(|(a, b)| a - b).collect();
+            reference.step(f.clone(), g.clone(), &mut out_ref);
+            fused.step(f, g.clone(), &mut out);
+            assert_eq!(
+                out.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                out_ref.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                "step {step}"
+            );
+            combined += usize::from(out != g);
+            u.copy_from_slice(&out);
+        }
+        // The steps with a history combined their differences (not just g).
+        assert_eq!(combined, 12);
     }
 }
