@@ -276,20 +276,24 @@ impl BlockCholesky {
     }
 
     /// Factorise K given its diagonal blocks `diag` (both triangles) and its blocks below
-    /// the diagonal at their positions in L (`lower`, zero where L has fill), sharing the
-    /// work with `pair`'s helper when the factor was split. `false` when K is not positive
-    /// definite.
+    /// the diagonal, `values`, at their `positions` in L (ascending; the rest of L is fill,
+    /// zero in K), sharing the work with `pair`'s helper when the factor was split. `false`
+    /// when K is not positive definite.
     pub(crate) fn factorize(
         &mut self,
         diag: &[Matrix6<f64>],
-        lower: &[Matrix6<f64>],
+        positions: &[usize],
+        values: &[Matrix6<f64>],
         pair: Option<&Pair>,
     ) -> bool {
         assert_eq!(diag.len(), self.n_blocks());
-        assert_eq!(lower.len(), self.n_lower());
+        assert_eq!(positions.len(), values.len());
         let mut blocks = std::mem::take(&mut self.blocks);
         let mut map = std::mem::take(&mut self.map);
-        blocks.copy_from_slice(lower);
+        blocks.fill(Matrix6::zeros());
+        for (&p, v) in positions.iter().zip(values) {
+            blocks[p] = *v;
+        }
         let mut inverses = Vec::with_capacity(self.n_blocks());
         let ok = match (&self.split, pair) {
             (Some(split), Some(pair)) => {
@@ -613,6 +617,11 @@ mod tests {
         }
     }
 
+    /// Every position of L's blocks below the diagonal (for `factorize` with all of them).
+    fn every(low: &[Matrix6<f64>]) -> Vec<usize> {
+        (0..low.len()).collect()
+    }
+
     /// The bits of the numbers `v` (to compare results exactly, signed zeros included).
     fn bits<'a>(v: impl IntoIterator<Item = &'a f64>) -> Vec<u64> {
         v.into_iter().map(|a| a.to_bits()).collect()
@@ -682,7 +691,7 @@ mod tests {
         let mut f = BlockCholesky::new(&lower, false);
         assert!(f.n_lower() > pairs.len(), "the chords should cause fill");
         let (diag, low) = blocks_of(&k, &f, &pairs);
-        assert!(f.factorize(&diag, &low, None));
+        assert!(f.factorize(&diag, &every(&low), &low, None));
         let b: Vec<f64> = (0..n).map(|_| rnd()).collect();
         let mut x = b.clone();
         f.solve_in_place(&mut x, None);
@@ -781,14 +790,14 @@ mod tests {
             // Through the dispatch, on one thread, and (split) on two.
             let factor_bits =
                 |f: &BlockCholesky| bits(f.blocks.iter().chain(&f.diag_inv).flatten());
-            assert!(f.factorize(&diag, &low, None));
+            assert!(f.factorize(&diag, &every(&low), &low, None));
             assert_eq!(factor_bits(&f), factor_bits(&base), "two: {two}");
             let mut x = b.clone();
             if two {
                 pool.install(|| {
                     Pair::solve(|pair| {
                         let pair = pair.expect("two threads");
-                        assert!(f.factorize(&diag, &low, Some(pair)));
+                        assert!(f.factorize(&diag, &every(&low), &low, Some(pair)));
                         f.solve_in_place(&mut x, Some(pair))
                     })
                 });
@@ -827,7 +836,7 @@ mod tests {
         assert!(split.sets.iter().all(|s| s.len() >= chain / 2), "sets {:?}", split.sets);
         assert!(!split.top.is_empty() && split.top.len() <= sep, "top {:?}", split.top);
         let (diag, low) = blocks_of(&k, &f, &pairs);
-        assert!(f.factorize(&diag, &low, None));
+        assert!(f.factorize(&diag, &every(&low), &low, None));
         let b: Vec<f64> = (0..n).map(|_| rnd()).collect();
         let mut one = b.clone();
         f.solve_in_place(&mut one, None);
@@ -841,7 +850,7 @@ mod tests {
             pool.install(|| {
                 Pair::solve(|pair| {
                     let pair = pair.expect("two threads");
-                    assert!(g.factorize(&diag, &low, Some(pair)));
+                    assert!(g.factorize(&diag, &every(&low), &low, Some(pair)));
                     g.solve_in_place(&mut two, Some(pair))
                 })
             });
@@ -859,6 +868,6 @@ mod tests {
         let mut f = BlockCholesky::new(&[vec![1], vec![]], false);
         let diag = [Matrix6::identity(), Matrix6::identity()];
         let low = [Matrix6::identity() * 2.0];
-        assert!(!f.factorize(&diag, &low, None));
+        assert!(!f.factorize(&diag, &every(&low), &low, None));
     }
 }
