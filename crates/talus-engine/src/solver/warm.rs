@@ -552,11 +552,15 @@ impl BlockK {
             let (_, vals) = rows.row(k);
             let r = rho[k].sqrt();
             let va = Vector6::from_column_slice(&vals[..6]) * r;
-            self.diag[pa] += va * va.transpose();
+            add_outer(&mut self.diag[pa], &va, &va);
             if let Some((pb, p)) = second {
                 let vb = Vector6::from_column_slice(&vals[6..]) * r;
-                self.diag[pb] += vb * vb.transpose();
-                self.lower[p] += if pa > pb { va * vb.transpose() } else { vb * va.transpose() };
+                add_outer(&mut self.diag[pb], &vb, &vb);
+                if pa > pb {
+                    add_outer(&mut self.lower[p], &va, &vb);
+                } else {
+                    add_outer(&mut self.lower[p], &vb, &va);
+                }
             }
         }
         match &mut self.scalar {
@@ -576,6 +580,17 @@ impl BlockK {
         }
         for (b, &p) in self.pos.iter().enumerate() {
             rhs[6 * b..6 * b + 6].copy_from_slice(&self.permuted[6 * p..6 * p + 6]);
+        }
+    }
+}
+
+/// m += a bᵀ, entry by entry: the bits of nalgebra's `m += a * b.transpose()` (whose
+/// product is (1 · aᵢ) · bⱼ, then added), inlined and without the product's temporary.
+#[inline(always)]
+fn add_outer(m: &mut Matrix6<f64>, a: &Vector6<f64>, b: &Vector6<f64>) {
+    for j in 0..6 {
+        for i in 0..6 {
+            m[(i, j)] += a[i] * b[j];
         }
     }
 }
@@ -1070,6 +1085,35 @@ mod tests {
     use super::*;
     use crate::solver::assembly::{JumpBody, JumpContact, assemble};
     use nalgebra::{DVector, Matrix3};
+
+    /// `add_outer` gives the bits of nalgebra's `m += a * b.transpose()`, on entries of
+    /// very different sizes, of both signs, and signed zeros (−0 + (−0 · x) keeps its sign
+    /// only when the product is −0 too).
+    #[test]
+    fn the_outer_product_is_nalgebras_bit_for_bit() {
+        let mut s = 7u64;
+        let mut rnd = || {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let u = ((s >> 11) as f64 / (1u64 << 53) as f64) - 0.5;
+            u * 10f64.powi((s % 13) as i32 - 6)
+        };
+        for case in 0..50 {
+            let mut a = Vector6::from_fn(|_, _| rnd());
+            let b = Vector6::from_fn(|_, _| rnd());
+            let mut m = Matrix6::from_fn(|_, _| rnd());
+            if case % 5 == 0 {
+                a[2] = -0.0;
+                m[(2, 3)] = -0.0;
+                m[(2, 4)] = 0.0;
+            }
+            let mut ours = m;
+            add_outer(&mut ours, &a, &b);
+            let mut theirs = m;
+            theirs += a * b.transpose();
+            let bits = |x: &Matrix6<f64>| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&ours), bits(&theirs), "case {case}");
+        }
+    }
 
     /// K = H + Σ ρ_k c_k c_kᵀ of a random island of 40 bodies (contacts between random
     /// pairs, so the factor has fill, and with the ground), factorised by blocks and by
