@@ -195,6 +195,9 @@ impl Anderson {
     }
 }
 
+// The dispatches of [`Anderson::step`] have one arm per count of differences.
+const _: () = assert!(ANDERSON_MEMORY == 5, "Anderson::step dispatches memories up to 5");
+
 /// [`differences`] for one count of older differences.
 type Differences = fn(
     &[&[f64]],
