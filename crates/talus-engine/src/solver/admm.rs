@@ -128,8 +128,7 @@ impl Anderson {
     /// right-hand side Δfᵢ·f, then the combination. Each dot product sums its terms in
     /// order from −0 (as `Iterator::sum`), and the combination subtracts γᵢ Δgᵢ in order,
     /// so the answer is that of the dot products and updates done one by one, bit for bit
-    /// (`the_fused_anderson_step_gives_the_reference_bits`); the vectors are read from
-    /// memory about half as often (session 31, docs/benchmarks.md).
+    /// (`the_fused_anderson_step_gives_the_reference_bits`; session 31, docs/benchmarks.md).
     fn step(&mut self, f: Vec<f64>, g: Vec<f64>, out: &mut [f64]) -> Option<(Vec<f64>, Vec<f64>)> {
         let mem = ANDERSON_MEMORY;
         let Some((f0, g0)) = self.last.take() else {
@@ -780,6 +779,7 @@ fn solve_on(problem: &Problem, pair: Option<&Pair>) -> AdmmOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::solver::testing::{bits, uniform};
 
     /// Three cones: the first outside its cone by a distance of 2e-3 (in the scale V = 1),
     /// the second inside it with |zᵀs| = 2e-3 (in the scale Z V = 1), the third near both
@@ -876,11 +876,7 @@ mod tests {
     /// repeated entries (zero differences) and entries of very different sizes.
     #[test]
     fn the_fused_anderson_step_gives_the_reference_bits() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((seed >> 11) as f64 / (1u64 << 53) as f64) - 0.5
-        };
+        let mut next = uniform(0x2545_f491_4f6c_dd1d);
         let len = 103;
         let mut fused = Anderson::new();
         let mut reference = ReferenceAnderson {
@@ -909,11 +905,7 @@ mod tests {
             let f: Vec<f64> = g.iter().zip(&u).map(|(a, b)| a - b).collect();
             reference.step(f.clone(), g.clone(), &mut out_ref);
             fused.step(f, g.clone(), &mut out);
-            assert_eq!(
-                out.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                out_ref.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                "step {step}"
-            );
+            assert_eq!(bits(&out), bits(&out_ref), "step {step}");
             combined += usize::from(out != g);
             u.copy_from_slice(&out);
         }

@@ -565,6 +565,18 @@ fn mul6(a: &Matrix6<f64>, b: &Matrix6<f64>) -> Matrix6<f64> {
     c
 }
 
+/// m += a bᵀ, entry by entry: the bits of nalgebra's `m += a * b.transpose()` (whose
+/// product is (1 · aᵢ) · bⱼ, then added), inlined and without the product's temporary
+/// (the rows' penalties summed into K's blocks, [`crate::solver::warm`]).
+#[inline(always)]
+pub(crate) fn add_outer(m: &mut Matrix6<f64>, a: &Vector6<f64>, b: &Vector6<f64>) {
+    for j in 0..6 {
+        for i in 0..6 {
+            m[(i, j)] += a[i] * b[j];
+        }
+    }
+}
+
 /// `l * v` for a lower-triangular `l` (a diagonal block's L_jj⁻¹), bit for bit, without
 /// the products above the diagonal. nalgebra sums the columns' products in column order; the
 /// ones above the diagonal are zeros, added last, which leave a nonzero sum as it is (they
@@ -606,25 +618,12 @@ fn lower_tr_mul(l: &Matrix6<f64>, v: &Vector6<f64>) -> Vector6<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::solver::testing::{bits, uniform};
     use nalgebra::DMatrix;
-
-    /// Uniform numbers in [−½, ½) from a linear congruential generator seeded with `seed`.
-    fn uniform(seed: u64) -> impl FnMut() -> f64 {
-        let mut s = seed;
-        move || {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((s >> 11) as f64 / (1u64 << 53) as f64) - 0.5
-        }
-    }
 
     /// Every position of L's blocks below the diagonal (for `factorize` with all of them).
     fn every(low: &[Matrix6<f64>]) -> Vec<usize> {
         (0..low.len()).collect()
-    }
-
-    /// The bits of the numbers `v` (to compare results exactly, signed zeros included).
-    fn bits<'a>(v: impl IntoIterator<Item = &'a f64>) -> Vec<u64> {
-        v.into_iter().map(|a| a.to_bits()).collect()
     }
 
     /// A random symmetric matrix on the block pattern `pairs` (i > j) of `nb` blocks, each
@@ -728,11 +727,12 @@ mod tests {
         assert!(zero_results > 1000, "the cases must include zero sums ({zero_results})");
     }
 
-    /// `mul6` gives nalgebra's product, bit for bit, signed zeros included.
+    /// `mul6` gives nalgebra's product, and `add_outer` nalgebra's `m += a * b.transpose()`
+    /// (on a's and b's columns), bit for bit, signed zeros included.
     #[test]
     fn the_block_product_is_nalgebras_bit_for_bit() {
         let mut rnd = uniform(7);
-        let mut zeros = 0;
+        let (mut zeros, mut outer_zeros) = (0, 0);
         for case in 0..2000u64 {
             let mut a = Matrix6::from_fn(|_, _| rnd());
             let mut b = Matrix6::from_fn(|_, _| rnd());
@@ -748,8 +748,15 @@ mod tests {
             let (ours, theirs) = (mul6(&a, &b), a * b);
             assert_eq!(bits(&ours), bits(&theirs), "case {case}: {ours} against {theirs}");
             zeros += theirs.iter().filter(|x| **x == 0.0).count();
+            let (u, v) = (a.column(case as usize % 6).into_owned(), b.column(1).into_owned());
+            let (mut ours, mut theirs) = (b, b);
+            add_outer(&mut ours, &u, &v);
+            theirs += u * v.transpose();
+            assert_eq!(bits(&ours), bits(&theirs), "outer, case {case}: {ours} against {theirs}");
+            outer_zeros += theirs.iter().filter(|x| **x == 0.0).count();
         }
         assert!(zeros > 100, "the cases must include zero sums ({zeros})");
+        assert!(outer_zeros > 100, "the cases must include zero sums ({outer_zeros})");
     }
 
     /// The factorisation and the solves through [`wide_fn`] (on a processor with AVX2, its

@@ -13,5 +13,7 @@ pub mod friction;
 pub mod islands;
 pub mod nlgs;
 pub(crate) mod pair;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod warm;
 pub mod wide;

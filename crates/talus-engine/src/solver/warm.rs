@@ -54,7 +54,7 @@
 //! handed to Clarabel and recorded as a fallback (diagnostics column `fallback`).
 
 use crate::solver::assembly::{NO_BODY, Qp, RowBlocks};
-use crate::solver::block_cholesky::BlockCholesky;
+use crate::solver::block_cholesky::{BlockCholesky, add_outer};
 use crate::solver::clarabel::{QpOutcome, QpStatus, SolverUsed, kkt_residuals, solve_clarabel};
 use crate::solver::nlgs::ContactImpulse;
 use crate::solver::pair::Pair;
@@ -259,15 +259,6 @@ fn constraint_rows(qp: &Qp) -> Vec<Vec<(usize, f64)>> {
     rows
 }
 
-/// Where an entry of K goes among the blocks of [`BlockCholesky`].
-#[derive(Debug, Clone, Copy)]
-enum Target {
-    /// Diagonal block of this (permuted) body; the entry and its mirror.
-    Diag(usize),
-    /// Block of K below the diagonal with this index (see `BlockK::k_positions`).
-    Lower(usize),
-}
-
 /// K = H + Σ_{k∈A} ρ_k c_k c_kᵀ by blocks of 6 × 6 (one per body and per pair of coupled
 /// bodies), factorised by [`BlockCholesky`] in the bodies' AMD order.
 ///
@@ -462,14 +453,17 @@ impl BlockK {
             let (hi, lo) = if i > j { (i, j) } else { (j, i) };
             k_index[chol.position(hi, lo).expect("K's block is in L's structure")]
         };
-        let mut h_target = Vec::with_capacity(h.nzval.len());
+        // H's blocks, summed once (each factorisation starts from them), entry by entry in
+        // H's compressed order.
+        let mut h_diag = vec![Matrix6::<f64>::zeros(); nb];
+        let mut h_lower = vec![Matrix6::<f64>::zeros(); k_positions.len()];
         // A column's entries of one body come together: look their block up once.
         let mut last: Option<(usize, usize, usize)> = None;
         for col in 0..n {
             for k in h.colptr[col]..h.colptr[col + 1] {
-                let row = h.rowval[k];
+                let (row, v) = (h.rowval[k], h.nzval[k]);
                 let (i, j) = (pos[row / 6], pos[col / 6]);
-                let (a, b) = ((row % 6) as u8, (col % 6) as u8);
+                let (a, b) = (row % 6, col % 6);
                 let mut lower = || match last {
                     Some((li, lj, p)) if (li, lj) == (i, j) => p,
                     _ => {
@@ -478,26 +472,16 @@ impl BlockK {
                         p
                     }
                 };
-                h_target.push(match i.cmp(&j) {
-                    std::cmp::Ordering::Equal => (Target::Diag(i), a, b),
-                    std::cmp::Ordering::Greater => (Target::Lower(lower()), a, b),
-                    std::cmp::Ordering::Less => (Target::Lower(lower()), b, a),
-                });
-            }
-        }
-        // H's blocks, summed once (each factorisation starts from them).
-        let mut h_diag = vec![Matrix6::zeros(); nb];
-        let mut h_lower = vec![Matrix6::zeros(); k_positions.len()];
-        for (&v, &(t, a, b)) in h.nzval.iter().zip(&h_target) {
-            let (a, b) = (a as usize, b as usize);
-            match t {
-                Target::Diag(i) => {
-                    h_diag[i][(a, b)] += v;
-                    if a != b {
-                        h_diag[i][(b, a)] += v;
+                match i.cmp(&j) {
+                    std::cmp::Ordering::Equal => {
+                        h_diag[i][(a, b)] += v;
+                        if a != b {
+                            h_diag[i][(b, a)] += v;
+                        }
                     }
+                    std::cmp::Ordering::Greater => h_lower[lower()][(a, b)] += v,
+                    std::cmp::Ordering::Less => h_lower[lower()][(b, a)] += v,
                 }
-                Target::Lower(c) => h_lower[c][(a, b)] += v,
             }
         }
         let row_target = (0..qp.m())
@@ -580,17 +564,6 @@ impl BlockK {
         }
         for (b, &p) in self.pos.iter().enumerate() {
             rhs[6 * b..6 * b + 6].copy_from_slice(&self.permuted[6 * p..6 * p + 6]);
-        }
-    }
-}
-
-/// m += a bᵀ, entry by entry: the bits of nalgebra's `m += a * b.transpose()` (whose
-/// product is (1 · aᵢ) · bⱼ, then added), inlined and without the product's temporary.
-#[inline(always)]
-fn add_outer(m: &mut Matrix6<f64>, a: &Vector6<f64>, b: &Vector6<f64>) {
-    for j in 0..6 {
-        for i in 0..6 {
-            m[(i, j)] += a[i] * b[j];
         }
     }
 }
@@ -1085,35 +1058,6 @@ mod tests {
     use super::*;
     use crate::solver::assembly::{JumpBody, JumpContact, assemble};
     use nalgebra::{DVector, Matrix3};
-
-    /// `add_outer` gives the bits of nalgebra's `m += a * b.transpose()`, on entries of
-    /// very different sizes, of both signs, and signed zeros (−0 + (−0 · x) keeps its sign
-    /// only when the product is −0 too).
-    #[test]
-    fn the_outer_product_is_nalgebras_bit_for_bit() {
-        let mut s = 7u64;
-        let mut rnd = || {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            let u = ((s >> 11) as f64 / (1u64 << 53) as f64) - 0.5;
-            u * 10f64.powi((s % 13) as i32 - 6)
-        };
-        for case in 0..50 {
-            let mut a = Vector6::from_fn(|_, _| rnd());
-            let b = Vector6::from_fn(|_, _| rnd());
-            let mut m = Matrix6::from_fn(|_, _| rnd());
-            if case % 5 == 0 {
-                a[2] = -0.0;
-                m[(2, 3)] = -0.0;
-                m[(2, 4)] = 0.0;
-            }
-            let mut ours = m;
-            add_outer(&mut ours, &a, &b);
-            let mut theirs = m;
-            theirs += a * b.transpose();
-            let bits = |x: &Matrix6<f64>| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
-            assert_eq!(bits(&ours), bits(&theirs), "case {case}");
-        }
-    }
 
     /// K = H + Σ ρ_k c_k c_kᵀ of a random island of 40 bodies (contacts between random
     /// pairs, so the factor has fill, and with the ground), factorised by blocks and by
