@@ -150,16 +150,8 @@ impl Anderson {
         };
         // The new differences; their products with the older ones and themselves (the
         // Gram matrix's new column) and every Δfᵢ·f.
-        let pass: Differences = match self.df.len() {
-            0 => differences::<0>,
-            1 => differences::<1>,
-            2 => differences::<2>,
-            3 => differences::<3>,
-            4 => differences::<4>,
-            _ => unreachable!("at most ANDERSON_MEMORY - 1 older differences"),
-        };
         let old: Vec<&[f64]> = self.df.iter().map(|d| &d[..]).collect();
-        let (gram_new, rhs) = pass(&old, [&f, &f0, &g, &g0], &mut a, &mut b);
+        let (gram_new, rhs) = DIFFERENCES[old.len()](&old, [&f, &f0, &g, &g0], &mut a, &mut b);
         self.df.push_back(a);
         self.dg.push_back(b);
         let k = self.df.len();
@@ -176,16 +168,8 @@ impl Anderson {
         let gamma = a.cholesky().map(|ch| ch.solve(&b)).filter(|g| g.iter().all(|v| v.is_finite()));
         match gamma {
             Some(gamma) => {
-                let pass: Combine = match k {
-                    1 => combine::<1>,
-                    2 => combine::<2>,
-                    3 => combine::<3>,
-                    4 => combine::<4>,
-                    5 => combine::<5>,
-                    _ => unreachable!("between 1 and ANDERSON_MEMORY differences"),
-                };
                 let dg: Vec<&[f64]> = self.dg.iter().map(|d| &d[..]).collect();
-                pass(&dg, gamma.as_slice(), &g, out);
+                COMBINE[k - 1](&dg, gamma.as_slice(), &g, out);
             }
             None => out.copy_from_slice(&g),
         }
@@ -193,9 +177,6 @@ impl Anderson {
         Some((f0, g0))
     }
 }
-
-// The dispatches of [`Anderson::step`] have one arm per count of differences.
-const _: () = assert!(ANDERSON_MEMORY == 5, "Anderson::step dispatches memories up to 5");
 
 /// [`differences`] for one count of older differences.
 type Differences = fn(
@@ -206,6 +187,14 @@ type Differences = fn(
 ) -> ([f64; ANDERSON_MEMORY], [f64; ANDERSON_MEMORY]);
 /// [`combine`] for one count of differences.
 type Combine = fn(&[&[f64]], &[f64], &[f64], &mut [f64]);
+
+/// [`differences`] by the count of older differences, 0 to `ANDERSON_MEMORY` − 1 (the
+/// array's length is checked against `ANDERSON_MEMORY` when compiled).
+const DIFFERENCES: [Differences; ANDERSON_MEMORY] =
+    [differences::<0>, differences::<1>, differences::<2>, differences::<3>, differences::<4>];
+/// [`combine`] by the count of differences less one.
+const COMBINE: [Combine; ANDERSON_MEMORY] =
+    [combine::<1>, combine::<2>, combine::<3>, combine::<4>, combine::<5>];
 
 /// One pass of [`Anderson::step`] with `K` older differences `older`: from
 /// `[f, f₀, g, g₀]`, the differences a = f − f₀ and b = g − g₀; returns the products of
