@@ -1,13 +1,16 @@
 //! Broad phase: axis-aligned bounding boxes and a uniform grid, rebuilt at every call.
 //!
-//! Each active block is put in the grid cell of its centre. The cell edge is the diameter
-//! of the largest block's bounding sphere plus the margin, so two blocks whose inflated
-//! boxes overlap have centres in the same or adjacent cells: each block only looks at
-//! its 27 neighbouring cells. For compact scenes (heaps: at most 8 cells per block over
+//! Each active block is put in the grid cell of its centre. The cell edge is the longest
+//! extent of the largest inflated box, so two blocks whose inflated boxes overlap have
+//! centres in the same or adjacent cells: each block is tested against the later blocks of
+//! its own cell and the blocks of 13 of its 26 neighbouring cells (one of every two
+//! opposite ones), so that each two neighbouring blocks are tested once. For compact scenes (heaps: at most 8 cells per block over
 //! the centres' extent) the grid is a dense array of cells filled by a counting sort, O(N);
 //! for sparse scenes the packed cell keys are sorted instead, O(N log N) with a tiny
 //! constant (no hash map, no order-dependent iteration either way). Pairs come out as
 //! (i, j), i < j, each once, ascending, whatever the layout and the number of threads.
+
+use std::ops::Range;
 
 use nalgebra::Vector3;
 use rayon::prelude::*;
@@ -74,12 +77,25 @@ pub fn candidate_pairs(blocks: &[Block], margin: f64) -> Vec<(usize, usize)> {
     pairs_from_aabbs(&aabbs)
 }
 
-/// The occupied cells: box indices grouped by cell, ascending within a cell.
-enum Grid {
-    /// Every cell of the grid: boxes of cell k are `order[start[k]..start[k + 1]]`.
-    Dense { dims: [u64; 3], start: Vec<u32>, order: Vec<u32> },
-    /// (packed cell key, box) sorted.
-    Sorted { keyed: Vec<(u64, usize)>, keys: Vec<u64> },
+/// The occupied cells: box indices grouped by cell, ascending within a cell, with their
+/// boxes' bounds in the same order (one array per bound, so that the overlap tests of a run
+/// of cells read contiguous memory and need no branch).
+struct Grid {
+    cells: Cells,
+    /// Box index of every entry.
+    index: Vec<u32>,
+    /// Cell of every entry.
+    cell: Vec<[u64; 3]>,
+    /// min x, min y, min z, max x, max y, max z of every entry's box.
+    bounds: [Vec<f64>; 6],
+}
+
+/// How the entries are grouped by cell.
+enum Cells {
+    /// Every cell of the grid: the entries of cell k are `start[k]..start[k + 1]`.
+    Dense { dims: [u64; 3], start: Vec<u32> },
+    /// The entries' packed cell keys, ascending.
+    Sorted { keys: Vec<u64> },
 }
 
 fn pack(c: [u64; 3]) -> u64 {
@@ -87,7 +103,8 @@ fn pack(c: [u64; 3]) -> u64 {
 }
 
 impl Grid {
-    fn new(live: &[usize], q: &[[u64; 3]]) -> Grid {
+    fn new(live: &[usize], q: &[[u64; 3]], aabbs: &[Option<Aabb>]) -> Grid {
+        assert!(live.len() < u32::MAX as usize, "broad phase: too many boxes");
         // Grid dimensions with a free layer of cells on each side.
         let mut dims = [0u64; 3];
         for c in q {
@@ -96,64 +113,85 @@ impl Grid {
             }
         }
         let cells = dims.iter().fold(1u128, |a, &d| a * d as u128);
-        if cells <= (DENSE_CELLS_PER_BOX * live.len()) as u128 && live.len() < u32::MAX as usize {
+        let (cells, index, cell) = if cells <= (DENSE_CELLS_PER_BOX * live.len()) as u128 {
             // Counting sort by cell; boxes stay ascending within a cell.
             let ncell = cells as usize;
-            let index = |c: &[u64; 3]| ((c[0] * dims[1] + c[1]) * dims[2] + c[2]) as usize;
+            let at = |c: &[u64; 3]| ((c[0] * dims[1] + c[1]) * dims[2] + c[2]) as usize;
             let mut start = vec![0u32; ncell + 1];
             for c in q {
-                start[index(c) + 1] += 1;
+                start[at(c) + 1] += 1;
             }
             for k in 0..ncell {
                 start[k + 1] += start[k];
             }
             let mut fill: Vec<u32> = start[..ncell].to_vec();
-            let mut order = vec![0u32; live.len()];
+            let mut index = vec![0u32; live.len()];
+            let mut cell = vec![[0u64; 3]; live.len()];
             for (&b, c) in live.iter().zip(q) {
-                let s = &mut fill[index(c)];
-                order[*s as usize] = b as u32;
+                let s = &mut fill[at(c)];
+                index[*s as usize] = b as u32;
+                cell[*s as usize] = *c;
                 *s += 1;
             }
-            Grid::Dense { dims, start, order }
+            (Cells::Dense { dims, start }, index, cell)
         } else {
-            let mut keyed: Vec<(u64, usize)> =
-                live.iter().zip(q).map(|(&b, c)| (pack(*c), b)).collect();
+            let mut keyed: Vec<(u64, u32, [u64; 3])> =
+                live.iter().zip(q).map(|(&b, c)| (pack(*c), b as u32, *c)).collect();
             keyed.sort_unstable();
             let keys = keyed.iter().map(|e| e.0).collect();
-            Grid::Sorted { keyed, keys }
+            let index = keyed.iter().map(|e| e.1).collect();
+            (Cells::Sorted { keys }, index, keyed.iter().map(|e| e.2).collect())
+        };
+        let bounds = std::array::from_fn(|d| {
+            index
+                .iter()
+                .map(|&b| {
+                    let a = aabbs[b as usize].as_ref().expect("broad phase: a live box");
+                    if d < 3 { a.min[d] } else { a.max[d - 3] }
+                })
+                .collect()
+        });
+        Grid { cells, index, cell, bounds }
+    }
+
+    /// The entries of the cells `x, y, z0..=z1` (contiguous in both layouts).
+    fn run(&self, x: u64, y: u64, z0: u64, z1: u64) -> Range<usize> {
+        match &self.cells {
+            Cells::Dense { dims, start } => {
+                let k0 = ((x * dims[1] + y) * dims[2] + z0) as usize;
+                let k1 = ((x * dims[1] + y) * dims[2] + z1) as usize;
+                start[k0] as usize..start[k1 + 1] as usize
+            }
+            Cells::Sorted { keys } => {
+                let (k0, k1) = (pack([x, y, z0]), pack([x, y, z1]));
+                keys.partition_point(|&k| k < k0)..keys.partition_point(|&k| k <= k1)
+            }
         }
     }
 
-    /// Calls `f` on every box in the 27 cells around cell `c`.
-    fn neighbours(&self, c: &[u64; 3], mut f: impl FnMut(usize)) {
-        for dx in 0..3u64 {
-            for dy in 0..3u64 {
-                let (x, y) = (c[0] + dx - 1, c[1] + dy - 1);
-                // Cells (x, y, z−1..=z+1) are contiguous in both layouts.
-                match self {
-                    Grid::Dense { dims, start, order } => {
-                        let k0 = ((x * dims[1] + y) * dims[2] + c[2] - 1) as usize;
-                        for &j in &order[start[k0] as usize..start[k0 + 3] as usize] {
-                            f(j as usize);
-                        }
-                    }
-                    Grid::Sorted { keyed, keys } => {
-                        let (k0, k1) = (pack([x, y, c[2] - 1]), pack([x, y, c[2] + 1]));
-                        let s = keys.partition_point(|&k| k < k0);
-                        let e = keys.partition_point(|&k| k <= k1);
-                        for &(_, j) in &keyed[s..e] {
-                            f(j);
-                        }
-                    }
-                }
-            }
+    /// Calls `f` on the runs of entries that entry `t` (in cell `c`) is paired with: those
+    /// after it in its own cell and those of 13 of its 26 neighbouring cells, the half
+    /// {dx = +1} ∪ {dx = 0, dy = +1} ∪ {dx = dy = 0, dz = +1}, which holds exactly one of
+    /// every two opposite offsets. Over all entries, every two entries in the same or in
+    /// adjacent cells meet once.
+    fn forward(&self, t: usize, c: &[u64; 3], mut f: impl FnMut(Range<usize>)) {
+        let [x, y, z] = *c;
+        let own = self.run(x, y, z, z);
+        f(t + 1..own.end);
+        f(self.run(x, y, z + 1, z + 1));
+        f(self.run(x, y + 1, z - 1, z + 1));
+        for dy in 0..3 {
+            f(self.run(x + 1, y + dy - 1, z - 1, z + 1));
         }
     }
 }
 
 /// Overlapping pairs (i, j), i < j, among the boxes that are `Some`, by a uniform grid
 /// with the cell edge = the largest box's longest extent: two overlapping boxes have
-/// their centres in the same or adjacent cells, so each box only looks at 27 cells.
+/// their centres in the same or adjacent cells, so each box is tested against the boxes
+/// after it in its own cell and those of half its 26 neighbouring cells ([`Grid::forward`]):
+/// every two boxes in the same or adjacent cells are tested once. The tests read the
+/// boxes' bounds in the grid's order, and the pairs are put in order by a counting sort.
 ///
 /// When the grid over the centres' extent has at most [`DENSE_CELLS_PER_BOX`] cells per box
 /// (heaps, piles) the cells are a dense array filled by a counting sort: O(N + cells).
@@ -187,26 +225,59 @@ pub fn pairs_from_aabbs(aabbs: &[Option<Aabb>]) -> Vec<(usize, usize)> {
             std::array::from_fn(|d| (((c[d] - lo[d]) / cell).floor().clamp(0.0, limit) as u64) + 1)
         })
         .collect();
-    let grid = Grid::new(&live, &q);
-    let chunks: Vec<Vec<(usize, usize)>> = live
+    let grid = Grid::new(&live, &q, aabbs);
+    let [lx, ly, lz, hx, hy, hz] = &grid.bounds;
+    // Each chunk of entries finds its pairs (unordered); a counting sort by the smaller
+    // index then puts them in order.
+    let found: Vec<Vec<(u32, u32)>> = (0..live.len())
+        .collect::<Vec<usize>>()
         .par_chunks(CHUNK)
-        .zip(q.par_chunks(CHUNK))
-        .map(|(ls, qs)| {
+        .map(|ts| {
             let mut out = Vec::new();
-            for (&i, c) in ls.iter().zip(qs) {
-                let a = aabbs[i].as_ref().unwrap();
-                let first = out.len();
-                grid.neighbours(c, |j| {
-                    if j > i && a.overlaps(aabbs[j].as_ref().unwrap()) {
-                        out.push((i, j));
+            for &t in ts {
+                let (i, c) = (grid.index[t], &grid.cell[t]);
+                let (ax0, ay0, az0) = (lx[t], ly[t], lz[t]);
+                let (ax1, ay1, az1) = (hx[t], hy[t], hz[t]);
+                grid.forward(t, c, |run| {
+                    let index = &grid.index[run.clone()];
+                    let (lx, ly, lz) = (&lx[run.clone()], &ly[run.clone()], &lz[run.clone()]);
+                    let (hx, hy, hz) = (&hx[run.clone()], &hy[run.clone()], &hz[run]);
+                    for u in 0..index.len() {
+                        // Closed overlap on every axis.
+                        if (ax0 <= hx[u])
+                            & (lx[u] <= ax1)
+                            & (ay0 <= hy[u])
+                            & (ly[u] <= ay1)
+                            & (az0 <= hz[u])
+                            & (lz[u] <= az1)
+                        {
+                            let j = index[u];
+                            out.push((i.min(j), i.max(j)));
+                        }
                     }
                 });
-                out[first..].sort_unstable();
             }
             out
         })
         .collect();
-    chunks.concat()
+    let mut first = vec![0usize; aabbs.len() + 1];
+    for &(i, _) in found.iter().flatten() {
+        first[i as usize + 1] += 1;
+    }
+    for k in 0..aabbs.len() {
+        first[k + 1] += first[k];
+    }
+    let mut pairs = vec![(0usize, 0usize); first[aabbs.len()]];
+    let mut fill = first.clone();
+    for &(i, j) in found.iter().flatten() {
+        let at = &mut fill[i as usize];
+        pairs[*at] = (i as usize, j as usize);
+        *at += 1;
+    }
+    for k in 0..aabbs.len() {
+        pairs[first[k]..first[k + 1]].sort_unstable();
+    }
+    pairs
 }
 
 /// Reference O(N²) version of [`pairs_from_aabbs`] (tests and benchmarks).
@@ -259,8 +330,8 @@ mod tests {
         assert_eq!(pairs, pairs_brute_force(&boxes));
         let far = Vector3::new(1e4, -3e3, 50.0);
         boxes.push(Some(Aabb { min: far, max: far + Vector3::repeat(0.4) }));
-        let (live, q) = (vec![0usize, 1], vec![[1u64, 1, 1], [1 << 20, 1, 1]]);
-        assert!(matches!(Grid::new(&live, &q), Grid::Sorted { .. }));
+        let (live, q) = (vec![1usize, 2], vec![[1u64, 1, 1], [1 << 20, 1, 1]]);
+        assert!(matches!(Grid::new(&live, &q, &boxes).cells, Cells::Sorted { .. }));
         let sparse = pairs_from_aabbs(&boxes);
         assert_eq!(sparse, pairs);
         assert_eq!(sparse, pairs_brute_force(&boxes));
