@@ -426,6 +426,21 @@ pub fn effective_mass(bodies: &[JumpBody], c: &JumpContact) -> f64 {
 /// pattern when a nonzero value was added to it; values are summed in the order they are
 /// added (the first one stored as is), so the result is the same, bit for bit, as a
 /// triplet list compressed with duplicates summed in order.
+/// The bits 6 a + b, a ≤ b, of a 6 × 6 block's upper triangle.
+const UPPER_TRIANGLE: u64 = {
+    let mut m = 0u64;
+    let mut a = 0;
+    while a < 6 {
+        let mut b = a;
+        while b < 6 {
+            m |= 1 << (6 * a + b);
+            b += 1;
+        }
+        a += 1;
+    }
+    m
+};
+
 struct BlockUpper {
     /// Off-diagonal blocks (ba, bb), ba < bb, sorted by (bb, ba).
     offdiag: Vec<(usize, usize)>,
@@ -478,6 +493,26 @@ impl BlockUpper {
             *e = v;
             self.mask[slot] |= bit;
         }
+    }
+
+    /// [`BlockUpper::add`] of every entry of `block` (its upper triangle on a diagonal
+    /// block), without a branch per entry and with the same bits: an entry starts at +0 and
+    /// only nonzero values are added to it, so it is never −0, and adding a zero (±0) to it
+    /// leaves it unchanged, as skipping the zero does.
+    fn add_block(&mut self, slot: usize, diagonal: bool, block: &SMatrix<f64, 6, 6>) {
+        let keep = if diagonal { UPPER_TRIANGLE } else { u64::MAX };
+        let vals = &mut self.vals[slot];
+        let mut set = 0u64;
+        for a in 0..6 {
+            for b in 0..6 {
+                let v = block[(a, b)];
+                vals[6 * a + b] += v;
+                set |= ((v != 0.0) as u64) << (6 * a + b);
+            }
+        }
+        // Below a diagonal block's diagonal the entries are never read (their bits stay
+        // clear): `into_csc` reads the entries whose bit is set.
+        self.mask[slot] |= set & keep;
     }
 
     fn into_csc(self) -> CscMatrix<f64> {
@@ -576,11 +611,7 @@ pub fn assemble(bodies: &[JumpBody], contacts: &[JumpContact], gravity_dt: f64) 
                     block += ra.transpose() * pt * rb * ct.kappa_t;
                 }
                 let slot = h.slot(*ba, *bb);
-                for a in 0..6 {
-                    for bcol in 0..6 {
-                        h.add(slot, ba == bb, a, bcol, block[(a, bcol)]);
-                    }
-                }
+                h.add_block(slot, ba == bb, &block);
             }
         }
     }
