@@ -190,7 +190,8 @@ impl BlockCholesky {
             let mut s: Vec<usize> = Vec::new();
             mark[j] = j;
             for &i in kj.iter().chain(children[j].iter().flat_map(|&c| cols[c].iter())) {
-                debug_assert!(i > j, "block ({i}, {j}) is not below the diagonal");
+                // A child's column holds its parent j itself, which `mark` skips.
+                debug_assert!(i >= j, "block ({i}, {j}) is above the diagonal");
                 if mark[i] != j {
                     mark[i] = j;
                     s.push(i);
