@@ -109,6 +109,12 @@ impl RowBlocks {
         Some(RowBlocks { bodies, vals })
     }
 
+    /// The layout with these rows' bodies and values (as [`RowBlocks::new`] makes them).
+    pub(crate) fn from_rows(bodies: Vec<[u32; 2]>, vals: Vec<[f64; 12]>) -> Self {
+        assert_eq!(bodies.len(), vals.len());
+        RowBlocks { bodies, vals }
+    }
+
     /// Row k: its bodies (the smaller first, [`NO_BODY`] in the second slot for a row on one
     /// body) and its 6 values on each.
     pub(crate) fn row(&self, k: usize) -> ([u32; 2], &[f64; 12]) {
@@ -199,6 +205,18 @@ impl Qp {
     /// The QP with these data.
     pub fn new(h_upper: CscMatrix<f64>, p: Vec<f64>, c: CscMatrix<f64>, r: Vec<f64>) -> Self {
         Qp { h_upper, p, c, r, rows: OnceLock::new() }
+    }
+
+    /// The QP with these data and C's row layout, made with C's rows.
+    pub(crate) fn with_row_blocks(
+        h_upper: CscMatrix<f64>,
+        p: Vec<f64>,
+        c: CscMatrix<f64>,
+        r: Vec<f64>,
+        rows: RowBlocks,
+    ) -> Self {
+        debug_assert!(RowBlocks::new(&c).is_some_and(|made| made == rows));
+        Qp { h_upper, p, c, r, rows: OnceLock::from(Some(rows)) }
     }
 
     pub(crate) fn row_blocks(&self) -> Option<&RowBlocks> {

@@ -81,7 +81,7 @@
 //! KE⁺ ≤ KE⁻ on random jumps with κ too.
 
 use crate::geometry::contact::ContactKind;
-use crate::solver::assembly::{JumpBody, JumpContact, Qp, csc_from_rows};
+use crate::solver::assembly::{JumpBody, JumpContact, NO_BODY, Qp, RowBlocks, csc_from_rows};
 use crate::solver::clarabel::{QpOutcome, QpStatus, SolverUsed};
 use clarabel::solver::{
     DefaultSolver, IPSolver, NonnegativeConeT, SecondOrderConeT, SolverStatus, SupportedConeT,
@@ -273,18 +273,37 @@ pub fn assemble_cones(
     let mut normal_rows = Vec::with_capacity(contacts.len());
     let mut tangents = Vec::with_capacity(contacts.len());
     let mut run = 0usize; // frictionless rows not yet given a cone
+    // The row layout of C ([`RowBlocks`]), made with the rows: each row's two bodies (the
+    // smaller first) and its 12 values, as `RowBlocks::new` reads them from the compressed
+    // columns. Not made when a contact has the same body on both sides (its two sides' entries
+    // would share columns) or too many bodies.
+    let mut layout = (bodies.len() < NO_BODY as usize && contacts.iter().all(|c| c.j != Some(c.i)))
+        .then(|| (Vec::with_capacity(3 * contacts.len()), Vec::with_capacity(3 * contacts.len())));
     // Push one row d·(R_k x) (with sign per side) scaled by `scale`; returns d·R_k u⁻.
     let mut push_row = |row: usize, ct: &JumpContact, d: &Vector3<f64>, scale: f64| -> f64 {
         let mut du = 0.0;
+        let mut row_bodies = [NO_BODY; 2];
+        let mut row_vals = [0.0; 12];
         let sides = [(ct.i, 1.0)].into_iter().chain(ct.j.map(|j| (j, -1.0)));
         for (b, sign) in sides {
             let rr = row6(&(ct.point - bodies[b].pos), d) * sign;
             du += rr.dot(&u6(&bodies[b]));
+            let slot = match ct.j {
+                Some(j) if j < ct.i => usize::from(b == ct.i),
+                Some(_) => usize::from(b != ct.i),
+                None => 0,
+            };
+            row_bodies[slot] = b as u32;
             for a in 0..6 {
                 rows.push(row);
                 cols.push(6 * b + a);
                 vals.push(scale * rr[a]);
+                row_vals[6 * slot + a] = scale * rr[a];
             }
+        }
+        if let Some((b, v)) = layout.as_mut() {
+            b.push(row_bodies);
+            v.push(row_vals);
         }
         du
     };
@@ -315,13 +334,17 @@ pub fn assemble_cones(
     }
     let m = r.len();
     let c = csc_from_rows(m, n, &rows, &cols, &vals);
-    ConeQp {
-        qp: Qp::new(base.h_upper.clone(), base.p.clone(), c, r),
-        cones,
-        normal_rows,
-        mu: friction.iter().map(|f| f.mu).collect(),
-        tangents,
-    }
+    let qp = match layout {
+        Some((b, v)) if n.is_multiple_of(6) => Qp::with_row_blocks(
+            base.h_upper.clone(),
+            base.p.clone(),
+            c,
+            r,
+            RowBlocks::from_rows(b, v),
+        ),
+        _ => Qp::new(base.h_upper.clone(), base.p.clone(), c, r),
+    };
+    ConeQp { qp, cones, normal_rows, mu: friction.iter().map(|f| f.mu).collect(), tangents }
 }
 
 /// The outcome of a conic jump: the per-contact normal percussions λ_N in
@@ -454,6 +477,67 @@ mod tests {
             let (a, b) = tangent_basis(&n);
             assert!(a.dot(&n).abs() < 1e-15 && b.dot(&n).abs() < 1e-15 && a.dot(&b).abs() < 1e-15);
             assert!((a.norm() - 1.0).abs() < 1e-15 && (b.norm() - 1.0).abs() < 1e-15);
+        }
+    }
+
+    /// The row layout made with the cone rows is the one read from their compressed columns,
+    /// bit for bit: contacts with the second body before and after the first, static ones,
+    /// and axis-aligned normals and lever arms (exact and signed zeros).
+    #[test]
+    fn the_row_layout_made_with_the_rows_is_read_from_the_columns() {
+        let mut rnd = crate::solver::testing::uniform(7);
+        for case in 0..100 {
+            let nb = 1 + case % 6;
+            let bodies: Vec<JumpBody> = (0..nb)
+                .map(|b| JumpBody {
+                    mass: 1.5 + rnd(),
+                    inertia: Matrix3::from_diagonal(&Vector3::new(1.0, 2.0, 3.0)),
+                    pos: if b % 2 == 0 {
+                        Vector3::new(rnd(), rnd(), rnd())
+                    } else {
+                        Vector3::new(0.0, 0.0, b as f64)
+                    },
+                    vel: Vector3::new(rnd(), rnd(), rnd()),
+                    omega: Vector3::new(rnd(), rnd(), rnd()),
+                })
+                .collect();
+            let contacts: Vec<JumpContact> = (0..1 + case % 9)
+                .map(|k| {
+                    let i = (k * 7 + case) % nb;
+                    let j = (nb > 1 && k % 3 != 0).then(|| (i + 1 + k % (nb - 1)) % nb);
+                    let axis = k % 4 == 1;
+                    JumpContact {
+                        i,
+                        j,
+                        point: if axis {
+                            bodies[i].pos - Vector3::z()
+                        } else {
+                            Vector3::new(rnd(), rnd(), rnd())
+                        },
+                        normal: if axis {
+                            Vector3::z()
+                        } else {
+                            Vector3::new(rnd(), rnd(), rnd() + 1.0).normalize()
+                        },
+                        kappa_n: 1.0,
+                        kappa_t: 0.5,
+                        separation: 0.0,
+                    }
+                })
+                .collect();
+            let fr: Vec<ContactFriction> = (0..contacts.len())
+                .map(|k| ContactFriction { mu: if k % 2 == 0 { 0.6 } else { 0.0 }, credit: 0.0 })
+                .collect();
+            let base = assemble(&bodies, &contacts, 0.01);
+            let cq = assemble_cones(&base, &bodies, &contacts, &fr);
+            let made = cq.qp.row_blocks().expect("rows of at most two bodies");
+            let read = RowBlocks::new(&cq.qp.c).expect("rows of at most two bodies");
+            for k in 0..cq.qp.m() {
+                let ((bm, vm), (br, vr)) = (made.row(k), read.row(k));
+                assert_eq!(bm, br, "case {case}, row {k}: bodies");
+                let bits = crate::solver::testing::bits;
+                assert_eq!(bits(vm), bits(vr), "case {case}, row {k}: values");
+            }
         }
     }
 
