@@ -61,11 +61,11 @@ struct Split {
 /// bound on the longer path (the top, and the larger of half the subtrees' work and the
 /// heaviest subtree) is least, if it is at most [`SPLIT_MAX_SHARE`] of the whole. Its
 /// subtrees are then shared out, largest first, to the lighter set.
-fn find_split(cols: &[Vec<usize>], row_count: &[usize]) -> Option<Split> {
+fn find_split(cols: &Columns, row_count: &[usize]) -> Option<Split> {
     let nb = cols.len();
-    let parent = |j: usize| cols[j].first().copied();
+    let parent = |j: usize| cols.col(j).first().copied();
     // A column's work in a solve: its diagonal block, its column and its row.
-    let work: Vec<u64> = (0..nb).map(|j| (1 + cols[j].len() + row_count[j]) as u64).collect();
+    let work: Vec<u64> = (0..nb).map(|j| (1 + cols.col(j).len() + row_count[j]) as u64).collect();
     let mut children: Vec<Vec<usize>> = vec![Vec::new(); nb];
     let mut subtree = work.clone();
     let mut heap = std::collections::BinaryHeap::new();
@@ -150,6 +150,38 @@ fn get6(b: &[f64], i: usize) -> Vector6<f64> {
     Vector6::from_column_slice(&b[6 * i..6 * i + 6])
 }
 
+/// Lists of block indices by column, stored flat: column j is `rows[ptr[j]..ptr[j + 1]]`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Columns {
+    pub(crate) ptr: Vec<usize>,
+    pub(crate) rows: Vec<usize>,
+}
+
+impl Columns {
+    /// The columns of these lists.
+    #[cfg(test)]
+    pub(crate) fn from_lists(lists: &[Vec<usize>]) -> Self {
+        let mut ptr = Vec::with_capacity(lists.len() + 1);
+        ptr.push(0);
+        let mut rows = Vec::new();
+        for l in lists {
+            rows.extend_from_slice(l);
+            ptr.push(rows.len());
+        }
+        Columns { ptr, rows }
+    }
+
+    /// Number of columns.
+    pub(crate) fn len(&self) -> usize {
+        self.ptr.len() - 1
+    }
+
+    /// Column j.
+    pub(crate) fn col(&self, j: usize) -> &[usize] {
+        &self.rows[self.ptr[j]..self.ptr[j + 1]]
+    }
+}
+
 /// The symbolic structure and the values of a block Cholesky factor.
 #[derive(Debug, Clone)]
 pub(crate) struct BlockCholesky {
@@ -176,35 +208,50 @@ pub(crate) struct BlockCholesky {
 }
 
 impl BlockCholesky {
-    /// The structure of L from the blocks of K strictly below the diagonal: `lower[j]`
-    /// holds the block rows i > j with K_ij ≠ 0. With `two_threads`, a large factor is
+    /// The structure of L from the blocks of K strictly below the diagonal: column j of
+    /// `lower` holds the block rows i > j with K_ij ≠ 0. With `two_threads`, a large factor is
     /// split for two threads (its blocks stored by set); else the columns are stored in
     /// order, as a single thread reads them best.
-    pub(crate) fn new(lower: &[Vec<usize>], two_threads: bool) -> Self {
+    pub(crate) fn new(lower: &Columns, two_threads: bool) -> Self {
         let nb = lower.len();
-        let mut cols: Vec<Vec<usize>> = Vec::with_capacity(nb);
-        let mut children: Vec<Vec<usize>> = vec![Vec::new(); nb];
+        // L's columns, flat; each column's children (the columns whose first row it is) as
+        // a linked list: `child[j]`, then `sibling[c]` (no list: usize::MAX).
+        let mut cols = Columns { ptr: Vec::with_capacity(nb + 1), rows: Vec::new() };
+        cols.ptr.push(0);
+        let (mut child, mut sibling) = (vec![usize::MAX; nb], vec![usize::MAX; nb]);
         let mut mark = vec![usize::MAX; nb];
-        for (j, kj) in lower.iter().enumerate() {
+        for j in 0..nb {
             // struct(L_*j) = struct(K_*j) ∪ struct(L_*c) of the children c, less j.
-            let mut s: Vec<usize> = Vec::new();
+            let first = cols.rows.len();
             mark[j] = j;
-            for &i in kj.iter().chain(children[j].iter().flat_map(|&c| cols[c].iter())) {
+            let mut add = |i: usize, rows: &mut Vec<usize>| {
                 // A child's column holds its parent j itself, which `mark` skips.
                 debug_assert!(i >= j, "block ({i}, {j}) is above the diagonal");
                 if mark[i] != j {
                     mark[i] = j;
-                    s.push(i);
+                    rows.push(i);
                 }
+            };
+            for &i in lower.col(j) {
+                add(i, &mut cols.rows);
             }
-            s.sort_unstable();
-            if let Some(&parent) = s.first() {
-                children[parent].push(j);
+            let mut c = child[j];
+            while c != usize::MAX {
+                for t in cols.ptr[c]..cols.ptr[c + 1] {
+                    let i = cols.rows[t];
+                    add(i, &mut cols.rows);
+                }
+                c = sibling[c];
             }
-            cols.push(s);
+            cols.rows[first..].sort_unstable();
+            if let Some(&parent) = cols.rows.get(first) {
+                sibling[j] = child[parent];
+                child[parent] = j;
+            }
+            cols.ptr.push(cols.rows.len());
         }
         let mut row_count = vec![0usize; nb];
-        cols.iter().flatten().for_each(|&i| row_count[i] += 1);
+        cols.rows.iter().for_each(|&i| row_count[i] += 1);
         let mut split = (two_threads && nb >= SPLIT_MIN_BLOCKS)
             .then(|| find_split(&cols, &row_count))
             .flatten();
@@ -213,30 +260,30 @@ impl BlockCholesky {
             None => (0..nb).collect(),
         };
         let (mut start, mut end) = (vec![0; nb], vec![0; nb]);
-        let (mut rows, mut col) = (Vec::new(), Vec::new());
+        let (mut rows, mut col) =
+            (Vec::with_capacity(cols.rows.len()), Vec::with_capacity(cols.rows.len()));
         for &j in &order {
             start[j] = rows.len();
-            rows.extend_from_slice(&cols[j]);
-            col.extend(std::iter::repeat_n(j, cols[j].len()));
+            rows.extend_from_slice(cols.col(j));
+            col.extend(std::iter::repeat_n(j, cols.col(j).len()));
             end[j] = rows.len();
         }
         if let Some(sp) = &mut split {
             let first = |set: &[usize]| set.first().map_or(rows.len(), |&j| start[j]);
             sp.bases = [0, first(&sp.sets[1]), first(&sp.top)];
         }
-        // Each row's blocks by ascending column.
-        let mut row_lists: Vec<Vec<usize>> = vec![Vec::new(); nb];
-        for (j, s) in cols.iter().enumerate() {
-            for (o, &i) in s.iter().enumerate() {
-                row_lists[i].push(start[j] + o);
-            }
+        // Each row's blocks by ascending column (a counting sort by row).
+        let mut row_ptr = vec![0usize; nb + 1];
+        for i in 0..nb {
+            row_ptr[i + 1] = row_ptr[i] + row_count[i];
         }
-        let mut row_ptr = Vec::with_capacity(nb + 1);
-        row_ptr.push(0);
-        let mut row_pos = Vec::with_capacity(rows.len());
-        for r in &row_lists {
-            row_pos.extend_from_slice(r);
-            row_ptr.push(row_pos.len());
+        let mut fill = row_ptr[..nb].to_vec();
+        let mut row_pos = vec![0usize; rows.len()];
+        for (j, &first) in start.iter().enumerate() {
+            for (o, &i) in cols.col(j).iter().enumerate() {
+                row_pos[fill[i]] = first + o;
+                fill[i] += 1;
+            }
         }
         let n_blocks = rows.len();
         BlockCholesky {
@@ -688,7 +735,7 @@ mod tests {
         pairs.extend([(5, 0), (9, 2), (11, 4), (7, 3)]);
         let n = 6 * nb;
         let (k, lower) = random_spd(nb, &pairs, 40.0, &mut rnd);
-        let mut f = BlockCholesky::new(&lower, false);
+        let mut f = BlockCholesky::new(&Columns::from_lists(&lower), false);
         assert!(f.n_lower() > pairs.len(), "the chords should cause fill");
         let (diag, low) = blocks_of(&k, &f, &pairs);
         assert!(f.factorize(&diag, &every(&low), &low, None));
@@ -781,7 +828,7 @@ mod tests {
         let b: Vec<f64> = (0..6 * nb).map(|_| rnd()).collect();
         let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().expect("a pool");
         for two in [false, true] {
-            let mut f = BlockCholesky::new(&lower, two);
+            let mut f = BlockCholesky::new(&Columns::from_lists(&lower), two);
             assert_eq!(f.split.is_some(), two, "the factor should split only for two threads");
             let (diag, low) = blocks_of(&k, &f, &pairs);
             // The baseline copy: factorize's one-thread loop on the kernel itself.
@@ -839,7 +886,7 @@ mod tests {
         pairs.extend((1..sep).map(|i| (2 * chain + i, 2 * chain + i - 1)));
         let n = 6 * nb;
         let (k, lower) = random_spd(nb, &pairs, 60.0, &mut rnd);
-        let mut f = BlockCholesky::new(&lower, true);
+        let mut f = BlockCholesky::new(&Columns::from_lists(&lower), true);
         let split = f.split.clone().expect("the two chains are split apart");
         assert!(split.sets.iter().all(|s| s.len() >= chain / 2), "sets {:?}", split.sets);
         assert!(!split.top.is_empty() && split.top.len() <= sep, "top {:?}", split.top);
@@ -873,7 +920,7 @@ mod tests {
     /// An indefinite matrix is refused.
     #[test]
     fn refuses_an_indefinite_matrix() {
-        let mut f = BlockCholesky::new(&[vec![1], vec![]], false);
+        let mut f = BlockCholesky::new(&Columns::from_lists(&[vec![1], vec![]]), false);
         let diag = [Matrix6::identity(), Matrix6::identity()];
         let low = [Matrix6::identity() * 2.0];
         assert!(!f.factorize(&diag, &every(&low), &low, None));

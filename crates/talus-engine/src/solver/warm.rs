@@ -54,7 +54,7 @@
 //! handed to Clarabel and recorded as a fallback (diagnostics column `fallback`).
 
 use crate::solver::assembly::{NO_BODY, Qp, RowBlocks};
-use crate::solver::block_cholesky::{BlockCholesky, add_outer};
+use crate::solver::block_cholesky::{BlockCholesky, Columns, add_outer};
 use crate::solver::clarabel::{QpOutcome, QpStatus, SolverUsed, kkt_residuals, solve_clarabel};
 use crate::solver::nlgs::ContactImpulse;
 use crate::solver::pair::Pair;
@@ -181,18 +181,11 @@ impl WarmStart {
 }
 
 /// AMD order of a graph given by sorted adjacency lists (no self loops): order[new] = old.
-fn body_order(adj: &[Vec<usize>]) -> Option<Vec<usize>> {
+fn body_order(adj: &Columns) -> Option<Vec<usize>> {
     let nb = adj.len();
-    let mut colptr = Vec::with_capacity(nb + 1);
-    colptr.push(0usize);
-    let mut rowval = Vec::new();
-    for a in adj {
-        rowval.extend_from_slice(a);
-        colptr.push(rowval.len());
-    }
-    let sym = SymbolicSparseColMatRef::new_checked(nb, nb, &colptr, None, &rowval);
+    let sym = SymbolicSparseColMatRef::new_checked(nb, nb, &adj.ptr, None, &adj.rows);
     let (mut fwd, mut inv) = (vec![0usize; nb], vec![0usize; nb]);
-    let mut mem = MemBuffer::try_new(amd::order_scratch::<usize>(nb, rowval.len())).ok()?;
+    let mut mem = MemBuffer::try_new(amd::order_scratch::<usize>(nb, adj.rows.len())).ok()?;
     amd::order(&mut fwd, &mut inv, sym, amd::Control::default(), MemStack::new(&mut mem)).ok()?;
     Some(fwd)
 }
@@ -309,14 +302,14 @@ struct ScalarK {
 }
 
 impl ScalarK {
-    /// The pattern of K from the blocks strictly below its diagonal (`lower[i]`: block rows
-    /// j > i), their positions in `chol` and (`k_index`) their index among K's blocks at
-    /// each position.
-    fn new(lower: &[Vec<usize>], chol: &BlockCholesky, k_index: &[usize]) -> Option<Self> {
+    /// The pattern of K from the blocks strictly below its diagonal (column i of `lower`:
+    /// block rows j > i), their positions in `chol` and (`k_index`) their index among K's
+    /// blocks at each position.
+    fn new(lower: &Columns, chol: &BlockCholesky, k_index: &[usize]) -> Option<Self> {
         let nb = lower.len();
         let mut upper: Vec<Vec<usize>> = vec![Vec::new(); nb];
-        for (i, l) in lower.iter().enumerate() {
-            for &j in l {
+        for i in 0..nb {
+            for &j in lower.col(i) {
                 upper[j].push(i);
             }
         }
@@ -399,8 +392,9 @@ impl BlockK {
         let n = qp.n();
         let nb = n / 6;
         let h = &qp.h_upper;
-        let mut adj: Vec<Vec<usize>> = vec![Vec::new(); nb];
-        // H's upper triangle by block columns: each coupled pair once (`seen[i] == j`).
+        // The bodies' coupled pairs, both ways: H's upper triangle by block columns (each
+        // pair once, `seen[i] == j`) and the rows of two bodies.
+        let mut pairs: Vec<(usize, usize)> = Vec::new();
         let mut seen = vec![usize::MAX; nb];
         for col in 0..n {
             let j = col / 6;
@@ -408,8 +402,8 @@ impl BlockK {
                 let i = row / 6;
                 if i != j && seen[i] != j {
                     seen[i] = j;
-                    adj[i].push(j);
-                    adj[j].push(i);
+                    pairs.push((i, j));
+                    pairs.push((j, i));
                 }
             }
         }
@@ -418,13 +412,37 @@ impl BlockK {
                 && b != NO_BODY
                 && a != b
             {
-                adj[a as usize].push(b as usize);
-                adj[b as usize].push(a as usize);
+                pairs.push((a as usize, b as usize));
+                pairs.push((b as usize, a as usize));
             }
         }
-        for a in adj.iter_mut() {
-            a.sort_unstable();
-            a.dedup();
+        // The adjacency lists, sorted and without repeats (a counting sort by body).
+        let mut ptr = vec![0usize; nb + 1];
+        for &(a, _) in &pairs {
+            ptr[a + 1] += 1;
+        }
+        for b in 0..nb {
+            ptr[b + 1] += ptr[b];
+        }
+        let mut fill = ptr[..nb].to_vec();
+        let mut listed = vec![0usize; pairs.len()];
+        for &(a, b) in &pairs {
+            listed[fill[a]] = b;
+            fill[a] += 1;
+        }
+        let mut adj = Columns { ptr: Vec::with_capacity(nb + 1), rows: Vec::new() };
+        adj.ptr.push(0);
+        for b in 0..nb {
+            let list = &mut listed[ptr[b]..ptr[b + 1]];
+            list.sort_unstable();
+            let mut last = None;
+            for &j in list.iter() {
+                if last != Some(j) {
+                    adj.rows.push(j);
+                    last = Some(j);
+                }
+            }
+            adj.ptr.push(adj.rows.len());
         }
         // Fill-reducing order of the bodies: order[new] = old.
         let order = body_order(&adj)?;
@@ -432,16 +450,17 @@ impl BlockK {
         for (new, &old) in order.iter().enumerate() {
             pos[old] = new;
         }
-        let mut lower: Vec<Vec<usize>> = vec![Vec::new(); nb];
-        for (i, a) in adj.iter().enumerate() {
-            for &j in a.iter().filter(|&&j| pos[j] > pos[i]) {
-                lower[pos[i]].push(pos[j]);
-            }
+        // K's blocks below the diagonal by block column (in the new order).
+        let mut lower = Columns { ptr: Vec::with_capacity(nb + 1), rows: Vec::new() };
+        lower.ptr.push(0);
+        for &i in &order {
+            lower.rows.extend(adj.col(i).iter().map(|&j| pos[j]).filter(|&pj| pj > pos[i]));
+            lower.ptr.push(lower.rows.len());
         }
         let chol = BlockCholesky::new(&lower, two_threads);
         // K's blocks below the diagonal, by their position in L (the rest of L is fill).
         let mut k_positions: Vec<usize> = (0..nb)
-            .flat_map(|j| lower[j].iter().map(move |&i| (i, j)))
+            .flat_map(|j| lower.col(j).iter().map(move |&i| (i, j)))
             .map(|(i, j)| chol.position(i, j).expect("K's block is in L's structure"))
             .collect();
         k_positions.sort_unstable();
