@@ -797,25 +797,24 @@ pub fn position_correction(
     }
     let inv_i: Vec<Matrix3<f64>> =
         bodies.iter().map(|b| b.inertia.try_inverse().unwrap_or_else(Matrix3::zeros)).collect();
-    // Per contact and side: (body, linear row, angular row, M⁻¹ linear, M⁻¹ angular).
+    // Per contact and side: (body, linear row, angular row, M⁻¹ linear, M⁻¹ angular); a
+    // contact's sides are the first one or two of its pair.
     type Side = (usize, Vector3<f64>, Vector3<f64>, Vector3<f64>, Vector3<f64>);
-    let rows: Vec<(Vec<Side>, f64)> = contacts
+    let side = |c: &JumpContact, b: usize, sign: f64| -> Side {
+        let lin = c.normal * sign;
+        let ang = (c.point - bodies[b].pos).cross(&c.normal) * sign;
+        (b, lin, ang, lin / bodies[b].mass, inv_i[b] * ang)
+    };
+    let rows: Vec<([Side; 2], usize, f64)> = contacts
         .iter()
         .map(|c| {
-            let mut sides = vec![(c.i, 1.0)];
-            if let Some(j) = c.j {
-                sides.push((j, -1.0));
-            }
-            let sides: Vec<Side> = sides
-                .into_iter()
-                .map(|(b, sign)| {
-                    let lin = c.normal * sign;
-                    let ang = (c.point - bodies[b].pos).cross(&c.normal) * sign;
-                    (b, lin, ang, lin / bodies[b].mass, inv_i[b] * ang)
-                })
-                .collect();
-            let w: f64 = sides.iter().map(|s| s.1.dot(&s.3) + s.2.dot(&s.4)).sum();
-            (sides, w)
+            let first = side(c, c.i, 1.0);
+            let (pair, n) = match c.j {
+                Some(j) => ([first, side(c, j, -1.0)], 2),
+                None => ([first, first], 1),
+            };
+            let w: f64 = pair[..n].iter().map(|s| s.1.dot(&s.3) + s.2.dot(&s.4)).sum();
+            (pair, n, w)
         })
         .collect();
     let mut lambda = vec![0.0; contacts.len()];
@@ -829,7 +828,8 @@ pub fn position_correction(
     for _ in 0..iterations {
         let mut applied = false;
         for &k in order {
-            let (sides, w) = &rows[k];
+            let (pair, n, w) = &rows[k];
+            let sides = &pair[..*n];
             if *w <= 0.0 || converging && sides.iter().all(|s| moved_at[s.0] <= solved_at[k]) {
                 continue;
             }
