@@ -4,11 +4,12 @@
 //! extent of the largest inflated box, so two blocks whose inflated boxes overlap have
 //! centres in the same or adjacent cells: each block is tested against the later blocks of
 //! its own cell and the blocks of 13 of its 26 neighbouring cells (one of every two
-//! opposite ones), so that each two neighbouring blocks are tested once. For compact scenes (heaps: at most 8 cells per block over
-//! the centres' extent) the grid is a dense array of cells filled by a counting sort, O(N);
-//! for sparse scenes the packed cell keys are sorted instead, O(N log N) with a tiny
-//! constant (no hash map, no order-dependent iteration either way). Pairs come out as
-//! (i, j), i < j, each once, ascending, whatever the layout and the number of threads.
+//! opposite ones), so that each two neighbouring blocks are tested once. For compact
+//! scenes (heaps: at most 8 cells per block over the centres' extent) the grid is a dense
+//! array of cells filled by a counting sort, O(N); for sparse scenes the packed cell keys
+//! are sorted instead, O(N log N) with a tiny constant (no hash map, no order-dependent
+//! iteration either way). Pairs come out as (i, j), i < j, each once, ascending, whatever
+//! the layout and the number of threads.
 
 use std::ops::Range;
 
@@ -79,7 +80,7 @@ pub fn candidate_pairs(blocks: &[Block], margin: f64) -> Vec<(usize, usize)> {
 
 /// The occupied cells: box indices grouped by cell, ascending within a cell, with their
 /// boxes' bounds in the same order (one array per bound, so that the overlap tests of a run
-/// of cells read contiguous memory and need no branch).
+/// of cells read contiguous memory).
 struct Grid {
     cells: Cells,
     /// Box index of every entry.
@@ -229,12 +230,11 @@ pub fn pairs_from_aabbs(aabbs: &[Option<Aabb>]) -> Vec<(usize, usize)> {
     let [lx, ly, lz, hx, hy, hz] = &grid.bounds;
     // Each chunk of entries finds its pairs (unordered); a counting sort by the smaller
     // index then puts them in order.
-    let found: Vec<Vec<(u32, u32)>> = (0..live.len())
-        .collect::<Vec<usize>>()
-        .par_chunks(CHUNK)
-        .map(|ts| {
+    let found: Vec<Vec<(u32, u32)>> = (0..live.len().div_ceil(CHUNK))
+        .into_par_iter()
+        .map(|chunk| {
             let mut out = Vec::new();
-            for &t in ts {
+            for t in chunk * CHUNK..(chunk * CHUNK + CHUNK).min(live.len()) {
                 let (i, c) = (grid.index[t], &grid.cell[t]);
                 let (ax0, ay0, az0) = (lx[t], ly[t], lz[t]);
                 let (ax1, ay1, az1) = (hx[t], hy[t], hz[t]);
