@@ -331,7 +331,7 @@ fn csc_mul_transpose(c: &CscMatrix<f64>, lambda: &[f64], y: &mut [f64]) {
 /// A stable counting sort of entries by their columns `cols` (each < n): where each
 /// column starts (and, last, the count), and the entries' indices column by column, each
 /// column's in the order given.
-fn by_column(n: usize, cols: &[usize]) -> (Vec<usize>, Vec<usize>) {
+pub(crate) fn by_column(n: usize, cols: &[usize]) -> (Vec<usize>, Vec<usize>) {
     let mut start = vec![0usize; n + 1];
     for &c in cols {
         start[c + 1] += 1;

@@ -295,10 +295,11 @@ pub fn assemble_cones(
             };
             row_bodies[slot] = b as u32;
             for a in 0..6 {
+                let v = scale * rr[a];
                 rows.push(row);
                 cols.push(6 * b + a);
-                vals.push(scale * rr[a]);
-                row_vals[6 * slot + a] = scale * rr[a];
+                vals.push(v);
+                row_vals[6 * slot + a] = v;
             }
         }
         if let Some((b, v)) = layout.as_mut() {

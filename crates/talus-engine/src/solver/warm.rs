@@ -53,7 +53,7 @@
 //! The iteration limit counts linear solves. A solve that does not converge within it is
 //! handed to Clarabel and recorded as a fallback (diagnostics column `fallback`).
 
-use crate::solver::assembly::{NO_BODY, Qp, RowBlocks};
+use crate::solver::assembly::{NO_BODY, Qp, RowBlocks, by_column};
 use crate::solver::block_cholesky::{BlockCholesky, Columns, add_outer};
 use crate::solver::clarabel::{QpOutcome, QpStatus, SolverUsed, kkt_residuals, solve_clarabel};
 use crate::solver::nlgs::ContactImpulse;
@@ -392,9 +392,13 @@ impl BlockK {
         let n = qp.n();
         let nb = n / 6;
         let h = &qp.h_upper;
-        // The bodies' coupled pairs, both ways: H's upper triangle by block columns (each
-        // pair once, `seen[i] == j`) and the rows of two bodies.
-        let mut pairs: Vec<(usize, usize)> = Vec::new();
+        // The bodies' coupled pairs, both ways (`from[k]` → `to[k]`): H's upper triangle by
+        // block columns (each pair once, `seen[i] == j`) and the rows of two bodies.
+        let (mut from, mut to) = (Vec::new(), Vec::new());
+        let mut couple = |a: usize, b: usize| {
+            from.extend([a, b]);
+            to.extend([b, a]);
+        };
         let mut seen = vec![usize::MAX; nb];
         for col in 0..n {
             let j = col / 6;
@@ -402,8 +406,7 @@ impl BlockK {
                 let i = row / 6;
                 if i != j && seen[i] != j {
                     seen[i] = j;
-                    pairs.push((i, j));
-                    pairs.push((j, i));
+                    couple(i, j);
                 }
             }
         }
@@ -412,34 +415,21 @@ impl BlockK {
                 && b != NO_BODY
                 && a != b
             {
-                pairs.push((a as usize, b as usize));
-                pairs.push((b as usize, a as usize));
+                couple(a as usize, b as usize);
             }
         }
-        // The adjacency lists, sorted and without repeats (a counting sort by body).
-        let mut ptr = vec![0usize; nb + 1];
-        for &(a, _) in &pairs {
-            ptr[a + 1] += 1;
-        }
-        for b in 0..nb {
-            ptr[b + 1] += ptr[b];
-        }
-        let mut fill = ptr[..nb].to_vec();
-        let mut listed = vec![0usize; pairs.len()];
-        for &(a, b) in &pairs {
-            listed[fill[a]] = b;
-            fill[a] += 1;
-        }
+        // The adjacency lists, sorted and without repeats.
+        let (start, order) = by_column(nb, &from);
         let mut adj = Columns { ptr: Vec::with_capacity(nb + 1), rows: Vec::new() };
         adj.ptr.push(0);
+        let mut list = Vec::new();
         for b in 0..nb {
-            let list = &mut listed[ptr[b]..ptr[b + 1]];
+            list.clear();
+            list.extend(order[start[b]..start[b + 1]].iter().map(|&k| to[k]));
             list.sort_unstable();
-            let mut last = None;
-            for &j in list.iter() {
-                if last != Some(j) {
+            for (t, &j) in list.iter().enumerate() {
+                if t == 0 || list[t - 1] != j {
                     adj.rows.push(j);
-                    last = Some(j);
                 }
             }
             adj.ptr.push(adj.rows.len());
