@@ -1,7 +1,8 @@
 //! Talus against the game engines a rockfall modeller would otherwise pick (issue 16): the
 //! thesis heaps (`data/thesis-granular/`, N blocks thrown onto the plane z = 0, Δt = 1 ms)
-//! stepped by Talus and, in the same run, by pybullet (50 sequential-impulse iterations) and
-//! rapier3d (its default 4 TGS iterations) through `benches/peers.py`, frictionless and
+//! stepped by Talus and, in the same run, by pybullet (50 sequential-impulse iterations on
+//! rigid bodies, `useMaximalCoordinates`) and rapier3d (its default 4 TGS iterations)
+//! through `benches/peers.py`, frictionless and
 //! with Coulomb μ = 0.5. Only the stepping loop is timed, on one thread (Talus in a rayon
 //! pool of TALUS_BENCH_THREADS threads, default 1; the peers single-threaded). For every engine
 //! the table gives s/step, the total, the ratio Talus / peer, and the final heap's median
@@ -21,8 +22,10 @@
 //!   default position correction, to compare with the previous code in the same run;
 //! * TALUS_BENCH_TRACE = 1 prints a line per step with contacts (stderr);
 //! * TALUS_BENCH_THREADS = Talus's threads (default 1: as the peers run);
-//! * TALUS_BENCH_PEERS = comma-separated peers (default pybullet,rapier; empty: none).
-//!   A peer whose Python module is missing is reported as skipped.
+//! * TALUS_BENCH_PEERS = comma-separated peers (default pybullet,rapier; empty: none;
+//!   `pybullet-multibody` is pybullet with `createMultiBody`'s default, a Featherstone
+//!   multibody per block, about 2.2 times slower: the peer of this bench until
+//!   2026-11-28). A peer whose Python module is missing is reported as skipped.
 
 use std::path::PathBuf;
 use std::process::Command;
