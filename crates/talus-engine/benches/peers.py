@@ -9,10 +9,10 @@ S times on one thread (only this loop is timed) and prints one JSON line: second
 median centre height and r95 (95th percentile of the horizontal distance of the centres
 from their mean), m. A missing module prints {"skipped": "..."} and exits 0.
 pybullet: 50 sequential-impulse iterations, each block a rigid body (btRigidBody,
-`useMaximalCoordinates=True`: the solver Bullet's games and pybullet's rigid-body examples
-use); pybullet-multibody: the same with `createMultiBody`'s default, a Featherstone
-btMultiBody of one base (about 2.2 times slower on the heap N = 1000, mu = 0.5, with a
-similar heap). rapier3d: its default parameters (TGS).
+`useMaximalCoordinates=True`: Bullet's classic rigid-body pipeline); pybullet-multibody:
+the same with `createMultiBody`'s default, a Featherstone btMultiBody of one base (about
+twice as slow on the heap N = 1000, mu = 0.5, with a similar heap). rapier3d: its default
+parameters (TGS).
 """
 
 import argparse

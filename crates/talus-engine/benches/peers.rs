@@ -24,7 +24,7 @@
 //! * TALUS_BENCH_THREADS = Talus's threads (default 1: as the peers run);
 //! * TALUS_BENCH_PEERS = comma-separated peers (default pybullet,rapier; empty: none;
 //!   `pybullet-multibody` is pybullet with `createMultiBody`'s default, a Featherstone
-//!   multibody per block, about 2.2 times slower: the peer of this bench until
+//!   multibody per block, about twice as slow: the peer of this bench until
 //!   2026-11-28). A peer whose Python module is missing is reported as skipped.
 
 use std::path::PathBuf;
