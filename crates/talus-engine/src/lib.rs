@@ -12,6 +12,7 @@
 pub mod allocator;
 pub mod body;
 pub mod config;
+mod counting_sort;
 pub mod driver;
 pub mod error;
 pub mod geometry;

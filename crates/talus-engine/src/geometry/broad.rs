@@ -17,6 +17,7 @@ use nalgebra::Vector3;
 use rayon::prelude::*;
 
 use crate::body::Block;
+use crate::counting_sort::by_key;
 
 /// An axis-aligned box (world), m.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -243,7 +244,8 @@ pub fn pairs_from_aabbs(aabbs: &[Option<Aabb>]) -> Vec<(usize, usize)> {
                     let (lx, ly, lz) = (&lx[run.clone()], &ly[run.clone()], &lz[run.clone()]);
                     let (hx, hy, hz) = (&hx[run.clone()], &hy[run.clone()], &hz[run]);
                     for u in 0..index.len() {
-                        // Closed overlap on every axis.
+                        // [`Aabb::overlaps`] on the bounds in grid order (closed on every
+                        // axis), without a branch per axis.
                         if (ax0 <= hx[u])
                             & (lx[u] <= ax1)
                             & (ay0 <= hy[u])
@@ -260,20 +262,11 @@ pub fn pairs_from_aabbs(aabbs: &[Option<Aabb>]) -> Vec<(usize, usize)> {
             out
         })
         .collect();
-    let mut first = vec![0usize; aabbs.len() + 1];
-    for &(i, _) in found.iter().flatten() {
-        first[i as usize + 1] += 1;
-    }
-    for k in 0..aabbs.len() {
-        first[k + 1] += first[k];
-    }
-    let mut pairs = vec![(0usize, 0usize); first[aabbs.len()]];
-    let mut fill = first.clone();
-    for &(i, j) in found.iter().flatten() {
-        let at = &mut fill[i as usize];
-        pairs[*at] = (i as usize, j as usize);
-        *at += 1;
-    }
+    let found = found.concat();
+    let smaller: Vec<usize> = found.iter().map(|&(i, _)| i as usize).collect();
+    let (first, order) = by_key(aabbs.len(), &smaller);
+    let mut pairs: Vec<(usize, usize)> =
+        order.iter().map(|&t| (found[t].0 as usize, found[t].1 as usize)).collect();
     for k in 0..aabbs.len() {
         pairs[first[k]..first[k + 1]].sort_unstable();
     }

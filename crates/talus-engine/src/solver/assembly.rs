@@ -11,6 +11,7 @@
 //! velocity demanded of a penetrating contact. Only the block structure of the contact graph
 //! is stored: H's upper triangle and C in compressed sparse columns.
 
+use crate::counting_sort::by_key;
 use clarabel::algebra::CscMatrix;
 use nalgebra::{Matrix3, SMatrix, SVector, Vector3};
 use std::sync::OnceLock;
@@ -328,26 +329,6 @@ fn csc_mul_transpose(c: &CscMatrix<f64>, lambda: &[f64], y: &mut [f64]) {
     }
 }
 
-/// A stable counting sort of entries by their columns `cols` (each < n): where each
-/// column starts (and, last, the count), and the entries' indices column by column, each
-/// column's in the order given.
-pub(crate) fn by_column(n: usize, cols: &[usize]) -> (Vec<usize>, Vec<usize>) {
-    let mut start = vec![0usize; n + 1];
-    for &c in cols {
-        start[c + 1] += 1;
-    }
-    for c in 0..n {
-        start[c + 1] += start[c];
-    }
-    let mut fill = start.clone();
-    let mut order = vec![0usize; cols.len()];
-    for (k, &c) in cols.iter().enumerate() {
-        order[fill[c]] = k;
-        fill[c] += 1;
-    }
-    (start, order)
-}
-
 /// The compressed columns of the m × n matrix with entries (rows[k], cols[k], vals[k]),
 /// given in ascending row order with no (row, column) twice: the same matrix, explicit
 /// zeros included, as [`CscMatrix::new_from_triplets`] makes of them, by a counting sort
@@ -362,7 +343,7 @@ pub fn csc_from_rows(
     assert!(rows.len() == cols.len() && rows.len() == vals.len());
     debug_assert!(rows.windows(2).all(|w| w[0] <= w[1]), "csc_from_rows: rows not ascending");
     // The rows ascend, so each column's entries, in the order given, ascend too.
-    let (colptr, order) = by_column(n, cols);
+    let (colptr, order) = by_key(n, cols);
     let rowval = order.iter().map(|&k| rows[k]).collect();
     let nzval = order.iter().map(|&k| vals[k]).collect();
     CscMatrix { m, n, colptr, rowval, nzval }
@@ -381,7 +362,7 @@ pub fn csc_from_triplets(
     vals: &[f64],
 ) -> CscMatrix<f64> {
     assert!(rows.len() == cols.len() && rows.len() == vals.len());
-    let (start, mut order) = by_column(n, cols);
+    let (start, mut order) = by_key(n, cols);
     let mut colptr = vec![0usize; n + 1];
     let mut rowval = Vec::with_capacity(rows.len());
     let mut nzval = Vec::with_capacity(rows.len());
@@ -439,11 +420,6 @@ pub fn effective_mass(bodies: &[JumpBody], c: &JumpContact) -> f64 {
     if w > 0.0 { 1.0 / w } else { f64::INFINITY }
 }
 
-/// H's upper triangle by 6 × 6 blocks of bodies (ba, bb), ba ≤ bb: the diagonal blocks
-/// and one block per pair of bodies sharing a contact. An entry is part of the sparsity
-/// pattern when a nonzero value was added to it; values are summed in the order they are
-/// added (the first one stored as is), so the result is the same, bit for bit, as a
-/// triplet list compressed with duplicates summed in order.
 /// The bits 6 a + b, a ≤ b, of a 6 × 6 block's upper triangle.
 const UPPER_TRIANGLE: u64 = {
     let mut m = 0u64;
@@ -459,6 +435,11 @@ const UPPER_TRIANGLE: u64 = {
     m
 };
 
+/// H's upper triangle by 6 × 6 blocks of bodies (ba, bb), ba ≤ bb: the diagonal blocks
+/// and one block per pair of bodies sharing a contact. An entry is part of the sparsity
+/// pattern when a nonzero value was added to it; values are summed in the order they are
+/// added (the first one stored as is), so the result is the same, bit for bit, as a
+/// triplet list compressed with duplicates summed in order.
 struct BlockUpper {
     /// Off-diagonal blocks (ba, bb), ba < bb, sorted by (bb, ba).
     offdiag: Vec<(usize, usize)>,

@@ -53,7 +53,8 @@
 //! The iteration limit counts linear solves. A solve that does not converge within it is
 //! handed to Clarabel and recorded as a fallback (diagnostics column `fallback`).
 
-use crate::solver::assembly::{NO_BODY, Qp, RowBlocks, by_column};
+use crate::counting_sort::by_key;
+use crate::solver::assembly::{NO_BODY, Qp, RowBlocks};
 use crate::solver::block_cholesky::{BlockCholesky, Columns, add_outer};
 use crate::solver::clarabel::{QpOutcome, QpStatus, SolverUsed, kkt_residuals, solve_clarabel};
 use crate::solver::nlgs::ContactImpulse;
@@ -419,7 +420,7 @@ impl BlockK {
             }
         }
         // The adjacency lists, sorted and without repeats.
-        let (start, order) = by_column(nb, &from);
+        let (start, order) = by_key(nb, &from);
         let mut adj = Columns { ptr: Vec::with_capacity(nb + 1), rows: Vec::new() };
         adj.ptr.push(0);
         let mut list = Vec::new();
