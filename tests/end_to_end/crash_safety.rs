@@ -4,7 +4,9 @@
 //! * killed (SIGKILL) during its run stage, the pipeline run again continues the run from
 //!   its last checkpoint and ends with every Parquet file byte-identical to an
 //!   uninterrupted pipeline's, and no temporary file left;
-//! * a second process on the same output directory fails at once, naming the holder's pid.
+//! * a second process on the same output directory fails at once, naming the holder's pid;
+//! * stopped by SIGTERM during its run stage, the pipeline removes the temporary files it
+//!   was writing and ends by the signal.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -121,4 +123,51 @@ fn killed_pipeline_resumes_its_run_exactly_and_one_writer_per_directory() {
         !fb.iter().any(|f| talus_io::lock::is_temporary(&f.file_name().unwrap().to_string_lossy())),
         "temporary files left: {fb:?}"
     );
+}
+
+/// The temporary files under `root` (hidden directories included).
+fn temporaries(root: &Path) -> Vec<PathBuf> {
+    files(root)
+        .into_iter()
+        .filter(|f| talus_io::lock::is_temporary(&f.file_name().unwrap().to_string_lossy()))
+        .collect()
+}
+
+#[test]
+fn a_pipeline_stopped_by_sigterm_removes_its_temporary_files() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("site.toml"), site(&repo())).unwrap();
+    let mut child = Command::new(TALUS)
+        .args(["pipeline", "site.toml", "--out", "stopped"])
+        .current_dir(d)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Mid-run: the run's tables are being written to temporary files.
+    wait_for("the checkpoint of step 100", || {
+        d.join("stopped/run/checkpoints/step_0000000100/state.json").exists()
+    });
+    let before = temporaries(&d.join("stopped"));
+    assert!(!before.is_empty(), "no temporary file while the run is written");
+    let mut kill = Command::new("kill");
+    kill.args(["-TERM", &child.id().to_string()]);
+    assert!(kill.status().unwrap().success());
+    let t = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if t.elapsed() > Duration::from_secs(60) {
+            child.kill().unwrap();
+            panic!("still running 60 s after SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.signal(), Some(15), "ended by SIGTERM: {status:?}");
+    assert!(!d.join("stopped/run/final.parquet").exists(), "stopped before the end");
+    let left = temporaries(&d.join("stopped"));
+    assert!(left.is_empty(), "temporary files left: {left:?} (were {before:?})");
 }

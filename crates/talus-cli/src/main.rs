@@ -42,8 +42,45 @@ enum Command {
     Calibrate(cmd::calibrate::Args),
 }
 
+/// On SIGINT (Ctrl-C), SIGTERM (`kill`) or SIGHUP (the terminal closed): remove the
+/// temporary files being written ([`talus_io::atomic::remove_in_flight`]), then end by the
+/// signal as its default action would (exit status 128 + the signal's number in a shell),
+/// so that a stopped stage leaves neither a half-written output nor its temporary file.
+/// The locks are released by the operating system; a stopped run keeps its checkpoints.
+/// A signal the process was started ignoring stays ignored (`nohup talus ...`, or a
+/// background job's SIGINT).
+fn stop_cleanly_on_signals() {
+    use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGTERM};
+    let caught: Vec<i32> = [SIGINT, SIGTERM, SIGHUP].into_iter().filter(|&s| !ignored(s)).collect();
+    let Ok(mut signals) = signal_hook::iterator::Signals::new(caught) else {
+        // Without the handler a signal ends the process at once, as before; the next
+        // writer of the directory removes what it left (talus_io::lock).
+        return;
+    };
+    std::thread::spawn(move || {
+        if let Some(signal) = signals.forever().next() {
+            talus_io::atomic::remove_in_flight();
+            let _ = signal_hook::low_level::emulate_default_handler(signal);
+            // Not reached unless the default action could not be restored.
+            std::process::exit(128 + signal);
+        }
+    });
+}
+
+/// Whether `signal`'s disposition is "ignore" (inherited from the parent).
+fn ignored(signal: i32) -> bool {
+    // SAFETY: a null new action only reads the current one into `old`, which is a plain
+    // C struct for which all zeroes is a valid value.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signal, std::ptr::null(), &mut old) == 0
+            && old.sa_sigaction == libc::SIG_IGN
+    }
+}
+
 fn main() -> ExitCode {
     talus_engine::allocator::keep_freed_memory();
+    stop_cleanly_on_signals();
     let mut command = Cli::command();
     // Each stage's options are documented once, on its config struct; --help shows them.
     for (name, help) in cmd::options_help() {

@@ -105,7 +105,8 @@ impl Drop for OutputLock {
 }
 
 /// Whether `name` is one of Talus's temporary files: `.TARGET.XXXXXX.tmp` (Parquet and
-/// atomic files) or `.TARGET.tmp.png` (figures).
+/// atomic files, figures included) or `.TARGET.tmp.png` (figures of versions before
+/// 2026-11-28, which plotters wrote under that name).
 pub fn is_temporary(name: &str) -> bool {
     name.starts_with('.') && (name.ends_with(".tmp") || name.ends_with(".tmp.png"))
 }

@@ -1,10 +1,13 @@
 //! PNG figures with plotters and the bundled DejaVu Sans font, written atomically.
 
+use image::codecs::png::PngEncoder;
+use image::{ColorType, ImageEncoder};
 use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 use std::sync::Once;
+use talus_io::AtomicFile;
 
 /// The font family every figure uses (the bundled DejaVu Sans, registered on first use).
 pub const FONT: &str = "sans-serif";
@@ -42,8 +45,9 @@ macro_rules! tryp {
     };
 }
 
-/// Draw into `path` atomically: a temporary PNG beside it, renamed into place on success
-/// and removed on failure. Creates the parent directory.
+/// Draw into `path` atomically: the figure is drawn in memory, encoded as PNG and written
+/// by [`AtomicFile`] (a temporary file beside it, renamed into place). Creates the parent
+/// directory.
 pub fn draw_png(
     path: &Path,
     size: (u32, u32),
@@ -51,24 +55,21 @@ pub fn draw_png(
 ) -> Result<(), PlotError> {
     register_font();
     let err = |message: String| PlotError { path: path.to_path_buf(), message };
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| err(e.to_string()))?;
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp.png"));
-    let result = (|| {
-        let root = BitMapBackend::new(&tmp, size).into_drawing_area();
+    let mut pixels = vec![0u8; 3 * size.0 as usize * size.1 as usize];
+    (|| {
+        let root = BitMapBackend::with_buffer(&mut pixels, size).into_drawing_area();
         tryp!(root.fill(&WHITE));
         f(&root)?;
         tryp!(root.present());
         Ok::<(), String>(())
-    })();
-    match result {
-        Ok(()) => std::fs::rename(&tmp, path).map_err(|e| err(e.to_string())),
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(err(e))
-        }
-    }
+    })()
+    .map_err(err)?;
+    // The encoder and settings plotters uses when it saves a PNG itself.
+    let mut png = Vec::new();
+    PngEncoder::new(&mut png)
+        .write_image(&pixels, size.0, size.1, ColorType::Rgb8)
+        .map_err(|e| err(e.to_string()))?;
+    AtomicFile::write_all(path, &png).map_err(|e| err(e.to_string()))
 }
 
 /// A number with 2-3 significant digits for axis labels.
