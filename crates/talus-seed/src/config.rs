@@ -127,7 +127,8 @@ pub enum Sizes {
     /// deposits, e.g. Ruiz-Carulla, Corominas & Mavrouli 2015), cut into `classes`
     /// classes of equal log-width. A class holds the share of the volume
     /// ∫ V n(V) dV over its range, and its blocks have the class's geometric-mean
-    /// volume and the shape `shape`.
+    /// volume and the shape `shape` (or, with `shapes`, each shape its fraction of that
+    /// share).
     PowerLaw {
         /// Exponent b of the cumulative number N(> V) ∝ V^(−b), > 0 (b < 1: the volume
         /// is in the large blocks).
@@ -137,12 +138,33 @@ pub enum Sizes {
         /// Largest block volume, m³.
         max_volume: f64,
         /// Edge ratios a : b : c of every block (c vertical, or along the floor's normal
-        /// with `orientation = "scar_floor"`), scaled to each class's volume.
-        shape: [f64; 3],
-        /// Number of classes, 1-12.
+        /// with `orientation = "scar_floor"`), scaled to each class's volume. Give this
+        /// or `shapes`.
+        #[serde(default)]
+        shape: Option<[f64; 3]>,
+        /// A distribution of shapes instead of one `shape`: each volume class is split
+        /// into one class per shape, holding `fraction` of the volume class's share
+        /// (the fractions add up to 1), placed in the order given. At most 12 classes in
+        /// all (`classes` × shapes).
+        #[serde(default)]
+        shapes: Vec<ShapeShare>,
+        /// Number of volume classes, 1-12.
         classes: usize,
     },
 }
+
+/// One shape of [`Sizes::PowerLaw`]'s `shapes`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ShapeShare {
+    /// Edge ratios a : b : c (as `shape`).
+    pub ratio: [f64; 3],
+    /// Share of each volume class's volume, 0-1.
+    pub fraction: f64,
+}
+
+/// Most classes [`Sizes::PowerLaw`] may give (volume classes × shapes).
+pub const MAX_CLASSES: usize = 12;
 
 /// One size class of [`Sizes::Classes`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -181,7 +203,7 @@ impl Config {
                 c.sort_by(|a, b| vol(&b.size).total_cmp(&vol(&a.size)));
                 c
             }
-            Some(Sizes::PowerLaw { exponent, min_volume, max_volume, shape, classes }) => {
+            Some(Sizes::PowerLaw { exponent, min_volume, max_volume, shape, shapes, classes }) => {
                 let k = (*classes).max(1);
                 let b = *exponent;
                 let ratio = (max_volume / min_volume).powf(1.0 / k as f64);
@@ -194,18 +216,24 @@ impl Config {
                     }
                 };
                 let total = mass(*min_volume, *max_volume);
-                let unit: f64 = shape.iter().product();
+                let mix: Vec<([f64; 3], f64)> = match shape {
+                    Some(shape) => vec![(*shape, 1.0)],
+                    None => shapes.iter().map(|s| (s.ratio, s.fraction)).collect(),
+                };
                 (0..k)
                     .rev()
-                    .map(|i| {
+                    .flat_map(|i| {
                         let v0 = min_volume * ratio.powi(i as i32);
                         let v1 = v0 * ratio;
                         let v = (v0 * v1).sqrt();
-                        let s = (v / unit).cbrt();
-                        Class {
-                            size: [shape[0] * s, shape[1] * s, shape[2] * s],
-                            volume_fraction: Some(mass(v0, v1) / total),
-                        }
+                        let share = mass(v0, v1) / total;
+                        mix.iter().map(move |(shape, fraction)| {
+                            let s = (v / shape.iter().product::<f64>()).cbrt();
+                            Class {
+                                size: [shape[0] * s, shape[1] * s, shape[2] * s],
+                                volume_fraction: Some(share * fraction),
+                            }
+                        })
                     })
                     .collect()
             }
@@ -252,7 +280,7 @@ impl Config {
                         ));
                     }
                 }
-                Sizes::PowerLaw { exponent, min_volume, max_volume, shape, classes } => {
+                Sizes::PowerLaw { exponent, min_volume, max_volume, shape, shapes, classes } => {
                     if !positive(*exponent) {
                         return bad(format!("sizes.exponent = {exponent} must be > 0"));
                     }
@@ -262,11 +290,42 @@ impl Config {
                             "sizes: need 0 < min_volume < max_volume, got {min_volume} and {max_volume} m³"
                         ));
                     }
-                    if !shape.iter().all(|&e| positive(e)) {
-                        return bad(format!("sizes.shape {shape:?}: every ratio must be > 0"));
+                    match (shape, shapes.is_empty()) {
+                        (Some(_), false) => {
+                            return bad("sizes: give shape or shapes, not both".into());
+                        }
+                        (None, true) => {
+                            return bad("sizes: power_law needs shape = [a, b, c] or shapes = [{ ratio = [a, b, c], fraction = f }, ...]".into());
+                        }
+                        _ => {}
                     }
-                    if !(1..=12).contains(classes) {
-                        return bad(format!("sizes.classes = {classes} must be in 1..=12"));
+                    let ratios = shape.iter().chain(shapes.iter().map(|s| &s.ratio));
+                    for r in ratios {
+                        if !r.iter().all(|&e| positive(e)) {
+                            return bad(format!("sizes.shape {r:?}: every ratio must be > 0"));
+                        }
+                    }
+                    if !shapes.is_empty() {
+                        let sum: f64 = shapes.iter().map(|s| s.fraction).sum();
+                        if !shapes.iter().all(|s| s.fraction > 0.0 && s.fraction <= 1.0)
+                            || (sum - 1.0).abs() > 1e-9
+                        {
+                            return bad(format!(
+                                "sizes.shapes: each fraction must be in (0, 1] and they must add up to 1 (they add up to {sum})"
+                            ));
+                        }
+                    }
+                    if !(1..=MAX_CLASSES).contains(classes) {
+                        return bad(format!(
+                            "sizes.classes = {classes} must be in 1..={MAX_CLASSES}"
+                        ));
+                    }
+                    let all = classes * shapes.len().max(1);
+                    if all > MAX_CLASSES {
+                        return bad(format!(
+                            "sizes: {classes} volume classes × {} shapes = {all} classes, more than {MAX_CLASSES}",
+                            shapes.len()
+                        ));
                     }
                 }
             }

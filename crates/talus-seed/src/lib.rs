@@ -61,15 +61,24 @@ pub struct ClassCount {
 
 /// The exponent b of N(≥ V) ∝ V^(−b) fitted (least squares in log-log) to the classes'
 /// cumulative counts against their mean block volume, largest first; none with fewer than
-/// two classes holding blocks.
+/// two classes holding blocks. Consecutive classes of one nominal volume (a power law's
+/// shapes) count as one.
 pub fn fitted_exponent(classes: &[ClassCount]) -> Option<f64> {
+    let nominal = |c: &ClassCount| c.size.iter().product::<f64>();
     let mut pts = Vec::new();
     let mut cumulative = 0usize;
-    for c in classes {
-        cumulative += c.blocks;
-        if c.blocks > 0 {
-            let v = c.volume / c.blocks as f64;
-            pts.push((v.ln(), (cumulative as f64).ln()));
+    let mut i = 0;
+    while i < classes.len() {
+        let v0 = nominal(&classes[i]);
+        let (mut blocks, mut volume) = (0usize, 0.0);
+        while i < classes.len() && (nominal(&classes[i]) - v0).abs() <= 1e-9 * v0 {
+            blocks += classes[i].blocks;
+            volume += classes[i].volume;
+            i += 1;
+        }
+        cumulative += blocks;
+        if blocks > 0 {
+            pts.push(((volume / blocks as f64).ln(), (cumulative as f64).ln()));
         }
     }
     if pts.len() < 2 {
@@ -293,7 +302,8 @@ pub fn seed_above(
             classes.push(ClassCount {
                 size,
                 blocks: b.len(),
-                volume: b.iter().map(Block::volume).sum(),
+                // From +0 (`Iterator::sum` starts at −0: an empty class printed "-0 m³").
+                volume: b.iter().map(Block::volume).fold(0.0, |a, v| a + v),
                 thickness: if b.is_empty() { [size[2]; 2] } else { thickness },
                 volume_fraction_target: s.volume_fraction,
             });

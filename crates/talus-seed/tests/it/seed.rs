@@ -249,7 +249,8 @@ fn a_power_law_of_sizes_is_placed_largest_first_within_each_class_share() {
         exponent: 0.7,
         min_volume: 20.0,
         max_volume: 2500.0,
-        shape: [1.0, 0.88, 1.44],
+        shape: Some([1.0, 0.88, 1.44]),
+        shapes: Vec::new(),
         classes: 3,
     };
     let config = Config { sizes: Some(sizes), ..Config::default() };
@@ -284,6 +285,79 @@ fn a_power_law_of_sizes_is_placed_largest_first_within_each_class_share() {
 }
 
 #[test]
+fn a_power_law_with_a_distribution_of_shapes_gives_each_shape_its_fraction_of_each_class() {
+    use talus_seed::config::{ShapeShare, Sizes};
+    let (v, o) = cliff(-0.7, 45.0);
+    let (cube, slab) = ([1.0, 1.0, 1.0], [1.2, 1.0, 0.8]);
+    let law = |shape: Option<[f64; 3]>, shapes: Vec<ShapeShare>| Config {
+        sizes: Some(Sizes::PowerLaw {
+            exponent: 0.7,
+            min_volume: 20.0,
+            max_volume: 2500.0,
+            shape,
+            shapes,
+            classes: 3,
+        }),
+        ..Config::default()
+    };
+    let one = law(Some(cube), Vec::new()).classes();
+    let mixed = law(
+        None,
+        vec![ShapeShare { ratio: cube, fraction: 0.6 }, ShapeShare { ratio: slab, fraction: 0.4 }],
+    );
+    let classes = mixed.classes();
+    assert_eq!(classes.len(), 6);
+    let vol = |c: &talus_seed::config::Class| c.size.iter().product::<f64>();
+    for (k, single) in one.iter().enumerate() {
+        let (a, b) = (&classes[2 * k], &classes[2 * k + 1]);
+        // Both shapes at the volume class's volume, in the order given, splitting its share.
+        assert!((vol(a) - vol(single)).abs() < 1e-9 * vol(single));
+        assert!((vol(b) - vol(single)).abs() < 1e-9 * vol(single));
+        let share = single.volume_fraction.unwrap();
+        assert!((a.volume_fraction.unwrap() - 0.6 * share).abs() < 1e-12);
+        assert!((b.volume_fraction.unwrap() - 0.4 * share).abs() < 1e-12);
+        assert!((a.size[0] - a.size[2]).abs() < 1e-12, "a cube: {a:?}");
+        assert!((b.size[0] / b.size[2] - 1.5).abs() < 1e-12);
+        assert!((b.size[1] / b.size[2] - 1.25).abs() < 1e-12);
+    }
+
+    let s = seed(&mixed, &v, Some(&o), Path::new("c"), &NoProgress).unwrap();
+    println!("{}", s.summary);
+    assert_disjoint(&s.blocks);
+    assert_corners_inside(&s.blocks, &v, &o);
+    assert_eq!(s.summary.classes.len(), 6);
+    let fill = s.summary.volume_to_fill;
+    for (k, c) in s.summary.classes.iter().enumerate() {
+        assert!(s.blocks.iter().filter(|b| b.class == k as u32).all(|b| b.size == c.size));
+        let each: f64 = c.size.iter().product();
+        let share = classes[k].volume_fraction.unwrap();
+        assert!(c.volume <= share * fill + each, "class {k} over its share: {c:?}");
+        assert!(c.volume >= 0.0 && c.volume.is_sign_positive(), "{c:?}");
+    }
+    // Blocks of both shapes are placed (the second shape fills what the first left).
+    let placed =
+        |first: usize| (first..6).step_by(2).map(|k| s.summary.classes[k].blocks).sum::<usize>();
+    assert!(placed(0) > 0 && placed(1) > 0, "{}", s.summary);
+
+    for (shape, shapes, says) in [
+        (Some(cube), vec![ShapeShare { ratio: slab, fraction: 1.0 }], "not both"),
+        (None, Vec::new(), "needs shape"),
+        (None, vec![ShapeShare { ratio: cube, fraction: 0.5 }], "add up to 1"),
+        (None, vec![ShapeShare { ratio: [1.0, 0.0, 1.0], fraction: 1.0 }], "> 0"),
+        (
+            None,
+            (0..5).map(|_| ShapeShare { ratio: cube, fraction: 0.2 }).collect(),
+            "15 classes, more than 12",
+        ),
+    ] {
+        let e = seed(&law(shape, shapes), &v, Some(&o), Path::new("d"), &NoProgress)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(says), "{e}");
+    }
+}
+
+#[test]
 fn the_fitted_exponent_recovers_an_exact_power_law() {
     // Classes at V = 1000, 100, 10 m³ whose cumulative counts follow N(≥ V) = 1e9 V^-0.8
     // (to the unit: the counts are large, so rounding does not bias the fit).
@@ -301,6 +375,19 @@ fn the_fitted_exponent_recovers_an_exact_power_law() {
     assert!((b - 0.8).abs() < 1e-6, "{b}");
     // One class with blocks: nothing to fit.
     assert_eq!(talus_seed::fitted_exponent(&[class(1000.0, 5), class(10.0, 0)]), None);
+    // A volume class split between two shapes (a power law's `shapes`) counts as one.
+    let slab = |blocks: usize| talus_seed::ClassCount {
+        size: [10.0, 5.0, 2.0],
+        blocks,
+        volume: 100.0 * blocks as f64,
+        thickness: [2.0; 2],
+        volume_fraction_target: None,
+    };
+    let third = (n2 - n1) / 3;
+    let split =
+        [class(1000.0, n1), class(100.0, n2 - n1 - third), slab(third), class(10.0, n3 - n2)];
+    let b_split = talus_seed::fitted_exponent(&split).unwrap();
+    assert!((b_split - b).abs() < 1e-12, "{b_split} against {b}");
 }
 
 #[test]
@@ -353,7 +440,8 @@ fn bad_voids_are_clear_errors() {
                     exponent: 0.8,
                     min_volume: 10.0,
                     max_volume: 5.0,
-                    shape: [1.0; 3],
+                    shape: Some([1.0; 3]),
+                    shapes: Vec::new(),
                     classes: 3,
                 }),
                 ..Config::default()
