@@ -276,7 +276,9 @@ pub fn compute(
     let mut out = List(Vec::new());
     let fb = &data.final_blocks;
     let seeded: f64 = (0..data.initial_blocks.len()).map(|i| data.initial_blocks.volume(i)).sum();
-    let left: f64 = (0..fb.len()).filter(|&i| !fb.active[i]).map(|i| fb.volume(i)).sum();
+    // From +0: with no block gone, `sum` (which starts at −0) wrote −0 into the tables.
+    let left: f64 =
+        (0..fb.len()).filter(|&i| !fb.active[i]).map(|i| fb.volume(i)).fold(0.0, |a, v| a + v);
 
     match map {
         None => {
