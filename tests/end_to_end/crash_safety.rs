@@ -9,7 +9,7 @@
 //!   was writing and ends by the signal.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 const TALUS: &str = env!("CARGO_BIN_EXE_talus");
@@ -56,6 +56,17 @@ fn pipeline(dir: &Path, out: &str) -> Output {
         .expect("talus runs")
 }
 
+/// `talus pipeline site.toml --out OUT` in `dir`, in the background, silent.
+fn spawn_pipeline(dir: &Path, out: &str) -> Child {
+    Command::new(TALUS)
+        .args(["pipeline", "site.toml", "--out", out])
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 use crate::common::files_under as files;
 
 /// Wait (at most 120 s) until `cond` holds, polling.
@@ -77,13 +88,7 @@ fn killed_pipeline_resumes_its_run_exactly_and_one_writer_per_directory() {
     assert!(a.status.success(), "{}", text(&a));
 
     // Killed once the run stage has written its checkpoint of step 200.
-    let mut child = Command::new(TALUS)
-        .args(["pipeline", "site.toml", "--out", "b"])
-        .current_dir(d)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_pipeline(d, "b");
     let lock = d.join("b/.talus.lock");
     wait_for("the pipeline's lock", || {
         std::fs::read_to_string(&lock).is_ok_and(|s| !s.trim().is_empty())
@@ -139,13 +144,7 @@ fn a_pipeline_stopped_by_sigterm_removes_its_temporary_files() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::write(d.join("site.toml"), site(&repo())).unwrap();
-    let mut child = Command::new(TALUS)
-        .args(["pipeline", "site.toml", "--out", "stopped"])
-        .current_dir(d)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_pipeline(d, "stopped");
     // Mid-run: the run's tables are being written to temporary files.
     wait_for("the checkpoint of step 100", || {
         d.join("stopped/run/checkpoints/step_0000000100/state.json").exists()

@@ -1,5 +1,5 @@
 //! Files written beside their destination and renamed into place, and the register of the
-//! temporary files being written ([`InFlight`]), which a stopped process removes
+//! temporary files being written, which a stopped process removes
 //! ([`remove_in_flight`]).
 
 use std::collections::BTreeSet;
@@ -20,7 +20,7 @@ fn in_flight() -> MutexGuard<'static, BTreeSet<PathBuf>> {
 /// when dropped. Create it with [`InFlight::create`], so that the file never exists
 /// unregistered, and rename it into place with [`InFlight::rename`].
 #[derive(Debug)]
-pub struct InFlight {
+pub(crate) struct InFlight {
     path: PathBuf,
 }
 
@@ -28,7 +28,7 @@ impl InFlight {
     /// Create a temporary file by `create`, which returns its path with what it made, and
     /// register the path, both while the register is held: a process stopped by a signal
     /// removes the file whenever this has returned.
-    pub fn create<T, E>(
+    pub(crate) fn create<T, E>(
         create: impl FnOnce() -> std::result::Result<(PathBuf, T), E>,
     ) -> std::result::Result<(InFlight, T), E> {
         let mut set = in_flight();
@@ -39,7 +39,7 @@ impl InFlight {
 
     /// Rename the file into place by `rename` and take it out of the register, both while
     /// the register is held: [`remove_in_flight`] removes the temporary file or nothing.
-    pub fn rename<T>(self, rename: impl FnOnce() -> T) -> T {
+    pub(crate) fn rename<T>(self, rename: impl FnOnce() -> T) -> T {
         let mut set = in_flight();
         let done = rename();
         set.remove(&self.path);
@@ -54,7 +54,7 @@ impl Drop for InFlight {
 }
 
 /// Remove every temporary file this process is writing, for a process about to end on a
-/// signal (SIGINT, SIGTERM): the stage stops without leaving them behind. The register
+/// signal (SIGINT, SIGTERM, SIGHUP): the stage stops without leaving them behind. The register
 /// stays locked afterwards, so no thread starts a new temporary file or renames one into
 /// place before the process ends. Returns how many files were removed.
 pub fn remove_in_flight() -> usize {
