@@ -68,6 +68,12 @@ fn default_site_reproduces_the_surveyed_deposit() {
     // A few blocks may roll off the TIN's extent (upright blocks: 6 of 357, 1.7 %; on the
     // floor: 3 and 5 of 452, measured).
     assert!(m("volume_fraction_left_domain") < 0.025, "{}", m("volume_fraction_left_domain"));
+    // The report's size table gives each class's edges (the site's two classes).
+    let html = std::fs::read_to_string(c.join("report.html")).unwrap();
+    let sizes = &html[html.find("<h2>Block sizes</h2>").expect("a size table")..];
+    for edges in ["15.78 × 10.93 × 9.64", "15.78 × 5.47 × 4.82"] {
+        assert!(sizes.contains(&format!("<td class=\"num\">{edges}</td>")), "{edges}: {sizes}");
+    }
     // No block leaves the TIN on the shipped site (2026-11-28): the tables held −0 until
     // the sum started at +0.
     let left = m("volume_fraction_left_domain");

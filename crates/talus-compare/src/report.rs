@@ -85,13 +85,16 @@ pub fn render(
             "<h2>Block sizes</h2>\n<p>Per size class as seeded (the <code>class</code> column of the blocks tables, 0 = the largest): where the blocks started and where those still on the terrain stopped, as {} (do the large blocks run further?).</p>",
             escape(sizes.1)
         );
-        h.push_str("<table><tr><th>class</th><th>block volume (m³)</th><th>blocks</th><th>volume (m³)</th><th>deposited</th><th>start, median (m)</th><th>stop, median (m)</th><th>stop, 90th percentile (m)</th></tr>\n");
+        h.push_str("<table><tr><th>class</th><th>block volume (m³)</th><th>edges a × b × c, mean (m)</th><th>blocks</th><th>volume (m³)</th><th>deposited</th><th>start, median (m)</th><th>stop, median (m)</th><th>stop, 90th percentile (m)</th></tr>\n");
         for r in &sizes.0 {
             let _ = writeln!(
                 h,
-                "<tr><td class=\"num\">{}</td><td class=\"num\">{:.1}</td><td class=\"num\">{}</td><td class=\"num\">{:.0}</td><td class=\"num\">{}</td><td class=\"num\">{:.1}</td><td class=\"num\">{:.1}</td><td class=\"num\">{:.1}</td></tr>",
+                "<tr><td class=\"num\">{}</td><td class=\"num\">{:.1}</td><td class=\"num\">{:.2} × {:.2} × {:.2}</td><td class=\"num\">{}</td><td class=\"num\">{:.0}</td><td class=\"num\">{}</td><td class=\"num\">{:.1}</td><td class=\"num\">{:.1}</td><td class=\"num\">{:.1}</td></tr>",
                 r.class,
                 r.block_volume,
+                r.edges[0],
+                r.edges[1],
+                r.edges[2],
                 r.blocks,
                 r.volume,
                 r.deposited,

@@ -14,6 +14,8 @@ pub struct SizeRow {
     pub class: u32,
     /// Mean block volume of the class, m³.
     pub block_volume: f64,
+    /// Mean edges a, b, c of its blocks, m (classes of one volume may differ in shape).
+    pub edges: [f64; 3],
     /// Blocks of the class.
     pub blocks: usize,
     /// Their volume, m³.
@@ -67,9 +69,12 @@ pub fn table(data: &Data, section: &Section) -> (Vec<SizeRow>, &'static str) {
                 .filter(|&&i| fin.active[i])
                 .map(|&i| section.along(fin.x[i], fin.y[i]))
                 .collect();
+            let n = idx.len() as f64;
+            let mean = |e: &[f64]| idx.iter().map(|&i| e[i]).sum::<f64>() / n;
             SizeRow {
                 class: k,
-                block_volume: volume / idx.len() as f64,
+                block_volume: volume / n,
+                edges: [mean(&fin.a), mean(&fin.b), mean(&fin.c)],
                 blocks: idx.len(),
                 volume,
                 deposited: e.len(),
