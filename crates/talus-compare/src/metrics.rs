@@ -47,7 +47,8 @@ impl List {
         let applicable = value.is_some_and(f64::is_finite);
         self.0.push(Metric {
             metric: metric.to_string(),
-            value: if applicable { value.unwrap_or(f64::NAN) } else { f64::NAN },
+            // `+ 0.0` turns −0 (an empty `sum`, which starts at −0) into 0 in the tables.
+            value: if applicable { value.unwrap_or(f64::NAN) + 0.0 } else { f64::NAN },
             unit: unit.to_string(),
             applicable,
             description: if applicable {
@@ -276,9 +277,7 @@ pub fn compute(
     let mut out = List(Vec::new());
     let fb = &data.final_blocks;
     let seeded: f64 = (0..data.initial_blocks.len()).map(|i| data.initial_blocks.volume(i)).sum();
-    // From +0: with no block gone, `sum` (which starts at −0) wrote −0 into the tables.
-    let left: f64 =
-        (0..fb.len()).filter(|&i| !fb.active[i]).map(|i| fb.volume(i)).fold(0.0, |a, v| a + v);
+    let left: f64 = (0..fb.len()).filter(|&i| !fb.active[i]).map(|i| fb.volume(i)).sum();
 
     match map {
         None => {

@@ -16,47 +16,20 @@ fn in_flight() -> MutexGuard<'static, BTreeSet<PathBuf>> {
     IN_FLIGHT.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// A temporary file being written, in the register [`remove_in_flight`] empties; out of it
-/// when dropped. Create it with [`InFlight::create`], so that the file never exists
-/// unregistered, and rename it into place with [`InFlight::rename`].
-#[derive(Debug)]
-pub(crate) struct InFlight {
-    path: PathBuf,
-}
-
-impl InFlight {
-    /// Create a temporary file by `create`, which returns its path with what it made, and
-    /// register the path, both while the register is held: a process stopped by a signal
-    /// removes the file whenever this has returned.
-    pub(crate) fn create<T, E>(
-        create: impl FnOnce() -> std::result::Result<(PathBuf, T), E>,
-    ) -> std::result::Result<(InFlight, T), E> {
-        let mut set = in_flight();
-        let (path, made) = create()?;
-        set.insert(path.clone());
-        Ok((InFlight { path }, made))
-    }
-
-    /// Rename the file into place by `rename` and take it out of the register, both while
-    /// the register is held: [`remove_in_flight`] removes the temporary file or nothing.
-    pub(crate) fn rename<T>(self, rename: impl FnOnce() -> T) -> T {
-        let mut set = in_flight();
-        let done = rename();
-        set.remove(&self.path);
-        done
-    }
-}
+/// A temporary file's entry in the register [`remove_in_flight`] empties, taken out when
+/// dropped (after the file was renamed into place or removed).
+struct InFlight(PathBuf);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        in_flight().remove(&self.path);
+        in_flight().remove(&self.0);
     }
 }
 
 /// Remove every temporary file this process is writing, for a process about to end on a
-/// signal (SIGINT, SIGTERM, SIGHUP): the stage stops without leaving them behind. The register
-/// stays locked afterwards, so no thread starts a new temporary file or renames one into
-/// place before the process ends. Returns how many files were removed.
+/// signal (SIGINT, SIGTERM, SIGHUP): the stage stops without leaving them behind. The
+/// register stays locked afterwards, so no thread starts a new temporary file before the
+/// process ends. Returns how many files were removed.
 pub fn remove_in_flight() -> usize {
     let set = in_flight();
     let removed = set.iter().filter(|p| std::fs::remove_file(p).is_ok()).count();
@@ -81,17 +54,21 @@ impl AtomicFile {
         };
         crate::error::create_dir(&dir)?;
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let (registered, tmp) = InFlight::create(|| {
-            let tmp = tempfile::Builder::new()
-                .prefix(&format!(".{name}."))
-                .suffix(".tmp")
-                .tempfile_in(&dir)
-                .map_err(|e| IoError::Os {
-                    path: path.to_path_buf(),
-                    source: without_temporary_name(e),
-                })?;
-            Ok::<_, IoError>((tmp.path().to_path_buf(), tmp))
-        })?;
+        // Created and registered while the register is held, so that a signal's clean-up
+        // never misses it. (A rename needs no lock: a removal either precedes it, and the
+        // rename fails in a process about to end, or follows it and finds nothing.)
+        let mut set = in_flight();
+        let tmp = tempfile::Builder::new()
+            .prefix(&format!(".{name}."))
+            .suffix(".tmp")
+            .tempfile_in(&dir)
+            .map_err(|e| IoError::Os {
+                path: path.to_path_buf(),
+                source: without_temporary_name(e),
+            })?;
+        set.insert(tmp.path().to_path_buf());
+        drop(set);
+        let registered = InFlight(tmp.path().to_path_buf());
         Ok(AtomicFile {
             path: path.to_path_buf(),
             tmp: BufWriter::with_capacity(1 << 20, tmp),
@@ -106,7 +83,7 @@ impl AtomicFile {
 
     /// Flush, sync and rename into place.
     pub fn commit(self) -> Result<()> {
-        let AtomicFile { path, tmp, registered } = self;
+        let AtomicFile { path, tmp, registered: _registered } = self;
         let tmp = tmp
             .into_inner()
             .map_err(|e| IoError::Os { path: path.clone(), source: e.into_error() })?;
@@ -119,7 +96,7 @@ impl AtomicFile {
                 .map_err(os(&path))?;
         }
         tmp.as_file().sync_all().map_err(os(&path))?;
-        registered.rename(|| tmp.persist(&path)).map_err(|e| IoError::Os {
+        tmp.persist(&path).map_err(|e| IoError::Os {
             path: path.clone(),
             source: without_temporary_name(e.error),
         })?;

@@ -67,15 +67,11 @@ pub fn fitted_exponent(classes: &[ClassCount]) -> Option<f64> {
     let nominal = |c: &ClassCount| c.size.iter().product::<f64>();
     let mut pts = Vec::new();
     let mut cumulative = 0usize;
-    let mut i = 0;
-    while i < classes.len() {
-        let v0 = nominal(&classes[i]);
-        let (mut blocks, mut volume) = (0usize, 0.0);
-        while i < classes.len() && (nominal(&classes[i]) - v0).abs() <= 1e-9 * v0 {
-            blocks += classes[i].blocks;
-            volume += classes[i].volume;
-            i += 1;
-        }
+    let same_volume =
+        |a: &ClassCount, b: &ClassCount| (nominal(a) - nominal(b)).abs() <= 1e-9 * nominal(a);
+    for group in classes.chunk_by(same_volume) {
+        let blocks: usize = group.iter().map(|c| c.blocks).sum();
+        let volume: f64 = group.iter().map(|c| c.volume).sum();
         cumulative += blocks;
         if blocks > 0 {
             pts.push(((volume / blocks as f64).ln(), (cumulative as f64).ln()));
