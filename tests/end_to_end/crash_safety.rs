@@ -169,4 +169,12 @@ fn a_pipeline_stopped_by_sigterm_removes_its_temporary_files() {
     assert!(!d.join("stopped/run/final.parquet").exists(), "stopped before the end");
     let left = temporaries(&d.join("stopped"));
     assert!(left.is_empty(), "temporary files left: {left:?} (were {before:?})");
+    // Nor the checkpoint segment in progress; the published checkpoints stay.
+    let checkpoints = d.join("stopped/run/checkpoints");
+    let names: Vec<String> = std::fs::read_dir(&checkpoints)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.iter().all(|n| !n.starts_with(".segment_")), "segment left: {names:?}");
+    assert!(names.iter().any(|n| n == "step_0000000100"), "checkpoints kept: {names:?}");
 }

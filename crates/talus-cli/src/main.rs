@@ -43,7 +43,8 @@ enum Command {
 }
 
 /// On SIGINT (Ctrl-C), SIGTERM (`kill`) or SIGHUP (the terminal closed): remove the
-/// temporary files being written ([`talus_io::atomic::remove_in_flight`]), then end by the
+/// temporary files being written and the run's checkpoint segment in progress
+/// ([`talus_io::atomic::remove_in_flight`]), then end by the
 /// signal as its default action would (exit status 128 + the signal's number in a shell),
 /// so that a stopped stage leaves neither a half-written output nor its temporary file.
 /// The locks are released by the operating system; a stopped run keeps its checkpoints.

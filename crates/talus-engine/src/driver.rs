@@ -26,6 +26,7 @@ use nalgebra::{Quaternion, UnitQuaternion, Vector3};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
+use talus_io::atomic::TemporaryDir;
 use talus_io::{Crs, ParquetSink, Progress, Provenance};
 use talus_schema::file_names as names;
 
@@ -828,9 +829,10 @@ pub fn run(
         resumed = true;
     }
 
-    let mut cur_dir = seg_dir(sim.step);
-    std::fs::create_dir_all(&cur_dir).map_err(|e| input_err(&cur_dir, e.to_string()))?;
-    let mut seg = open_sinks(&segment_paths(&cur_dir), &prov)?;
+    // The segment in progress: registered, so that a run stopped by a signal removes it
+    // once its temporary files are gone (talus_io::atomic::remove_in_flight).
+    let mut cur = TemporaryDir::create(&seg_dir(sim.step))?;
+    let mut seg = open_sinks(&segment_paths(cur.path()), &prov)?;
     if !resumed {
         let b = trajectory_batch(0, 0.0, &sim.blocks);
         main.traj.write(&b)?;
@@ -915,12 +917,11 @@ pub fn run(
         }
         if ckpt {
             // Close this segment, write the state, and publish the checkpoint.
-            let next_dir = seg_dir(step);
-            std::fs::create_dir_all(&next_dir).map_err(|e| input_err(&next_dir, e.to_string()))?;
-            let done = std::mem::replace(&mut seg, open_sinks(&segment_paths(&next_dir), &prov)?);
+            let next = TemporaryDir::create(&seg_dir(step))?;
+            let done = std::mem::replace(&mut seg, open_sinks(&segment_paths(next.path()), &prov)?);
             done.finish()?;
             talus_io::blocks::write(
-                &cur_dir.join(names::run::CHECKPOINT_STATE),
+                &cur.path().join(names::run::CHECKPOINT_STATE),
                 &block_rows(&sim.blocks, &densities, &classes),
                 &prov,
             )?;
@@ -949,11 +950,11 @@ pub fn run(
                 at_rest: (max_kinetic.to_bits(), rest_steps),
                 summary: sum,
             };
-            let json = serde_json::to_vec(&st).map_err(|e| input_err(&cur_dir, e.to_string()))?;
-            talus_io::AtomicFile::write_all(&cur_dir.join(names::run::CHECKPOINT_META), &json)?;
+            let json = serde_json::to_vec(&st).map_err(|e| input_err(cur.path(), e.to_string()))?;
+            talus_io::AtomicFile::write_all(&cur.path().join(names::run::CHECKPOINT_META), &json)?;
             let target = ckpt_root.join(format!("step_{step:010}"));
-            publish_checkpoint(&cur_dir, &target)?;
-            cur_dir = next_dir;
+            publish_checkpoint(cur.path(), &target)?;
+            cur = next;
         }
         progress.inc(1);
         if last {
@@ -963,7 +964,8 @@ pub fn run(
     progress.finish();
     flush(&mut main, &mut seg, &mut pending)?;
     drop(seg);
-    let _ = std::fs::remove_dir_all(&cur_dir);
+    let _ = std::fs::remove_dir_all(cur.path());
+    drop(cur);
     main.finish()?;
     talus_io::blocks::write(
         &out_dir.join(names::run::FINAL),

@@ -1,5 +1,5 @@
 //! Files written beside their destination and renamed into place, and the register of the
-//! temporary files being written, which a stopped process removes
+//! temporary files and directories being written, which a stopped process removes
 //! ([`remove_in_flight`]).
 
 use std::collections::BTreeSet;
@@ -9,15 +9,15 @@ use std::sync::{Mutex, MutexGuard};
 
 use crate::error::{IoError, Result, os, without_temporary_name};
 
-/// The temporary files this process is writing (each [`InFlight`]'s path).
+/// The temporary files and directories this process is writing (each [`InFlight`]'s path).
 static IN_FLIGHT: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
 
 fn in_flight() -> MutexGuard<'static, BTreeSet<PathBuf>> {
     IN_FLIGHT.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// A temporary file's entry in the register [`remove_in_flight`] empties, taken out when
-/// dropped (after the file was renamed into place or removed).
+/// A temporary file's or directory's entry in the register [`remove_in_flight`] empties,
+/// taken out when dropped (after it was renamed into place or removed).
 struct InFlight(PathBuf);
 
 impl Drop for InFlight {
@@ -26,15 +26,45 @@ impl Drop for InFlight {
     }
 }
 
-/// Remove every temporary file this process is writing, for a process about to end on a
-/// signal (SIGINT, SIGTERM, SIGHUP): the stage stops without leaving them behind. The
-/// register stays locked afterwards, so no thread starts a new temporary file before the
-/// process ends. Returns how many files were removed.
+/// Remove every temporary file this process is writing, and then every temporary
+/// directory ([`TemporaryDir`]) left empty, for a process about to end on a signal
+/// (SIGINT, SIGTERM, SIGHUP): the stage stops without leaving them behind. The register
+/// stays locked afterwards, so no thread starts a new temporary file before the process
+/// ends. Returns how many files and directories were removed.
 pub fn remove_in_flight() -> usize {
     let set = in_flight();
-    let removed = set.iter().filter(|p| std::fs::remove_file(p).is_ok()).count();
+    // The files first (a temporary file's path may be absolute and its directory's
+    // relative, so their order in the set says nothing), then the directories they left
+    // empty.
+    let files = set.iter().filter(|p| std::fs::remove_file(p).is_ok()).count();
+    let dirs = set.iter().filter(|p| std::fs::remove_dir(p).is_ok()).count();
     std::mem::forget(set);
-    removed
+    files + dirs
+}
+
+/// A directory being filled (e.g. a run's checkpoint segment before it is published),
+/// registered so that a process stopped by a signal removes it once its temporary files
+/// are gone ([`remove_in_flight`]; only if it is then empty). Dropping the guard only
+/// takes it out of the register: the directory itself is the caller's to rename or remove.
+pub struct TemporaryDir {
+    path: PathBuf,
+    _registered: InFlight,
+}
+
+impl TemporaryDir {
+    /// Create `path` (and its parents) and register it.
+    pub fn create(path: &Path) -> Result<Self> {
+        let mut set = in_flight();
+        crate::error::create_dir(path)?;
+        set.insert(path.to_path_buf());
+        drop(set);
+        Ok(TemporaryDir { path: path.to_path_buf(), _registered: InFlight(path.to_path_buf()) })
+    }
+
+    /// The directory's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
 }
 
 /// A file written beside its destination and renamed into place on [`AtomicFile::commit`].
