@@ -88,6 +88,11 @@ pub const DEPOSIT_METRICS: &[(&str, &str, &str)] = &[
         "mean of simulated minus surveyed thickness over the union of both deposits",
     ),
     (
+        "thickness_rmse_volume_matched",
+        "m",
+        "thickness_rmse with the simulated thickness scaled by deposit_volume_surveyed / deposit_volume_simulated (same cells): the error left by where the volume lies once its amount is right",
+    ),
+    (
         "centroid_offset",
         "m",
         "horizontal distance from the surveyed to the simulated deposit centroid (thickness-weighted)",
@@ -152,6 +157,8 @@ struct Aggregates {
     centroid_obs: Option<[f64; 2]>,
     rmse: f64,
     bias: f64,
+    /// RMSE with h scaled by v_obs / v_sim (None without simulated volume).
+    rmse_matched: Option<f64>,
 }
 
 fn scalar(df: &DataFrame, name: &str) -> Result<f64, Error> {
@@ -187,11 +194,25 @@ fn aggregates(map: &ThicknessMap) -> Result<Aggregates, Error> {
         .filter(col("in_simulated").or(col("in_surveyed")))
         .select([
             ((h.clone() - d.clone()) * (h.clone() - d.clone())).mean().alias("mse"),
-            (h - d).mean().alias("bias"),
+            (h.clone() - d.clone()).mean().alias("bias"),
         ])
         .collect()?;
     let g = |n: &str| scalar(&df, n);
     let (v_sim, v_obs) = (g("v_sim")?, g("v_obs")?);
+    let rmse_matched = if v_sim > 0.0 {
+        let k = v_obs / v_sim;
+        let e = h.clone() * lit(k) - d.clone();
+        let matched = map
+            .frame
+            .clone()
+            .lazy()
+            .filter(col("in_simulated").or(col("in_surveyed")))
+            .select([(e.clone() * e).mean().alias("mse")])
+            .collect()?;
+        Some(scalar(&matched, "mse")?.sqrt())
+    } else {
+        None
+    };
     let centroid = |sx: f64, sy: f64, v: f64| (v > 0.0).then(|| [sx / v, sy / v]);
     Ok(Aggregates {
         n_sim: g("n_sim")?,
@@ -206,6 +227,7 @@ fn aggregates(map: &ThicknessMap) -> Result<Aggregates, Error> {
         centroid_obs: centroid(g("dx")?, g("dy")?, v_obs),
         rmse: scalar(&errs, "mse")?.sqrt(),
         bias: scalar(&errs, "bias")?,
+        rmse_matched,
     })
 }
 
@@ -299,6 +321,7 @@ pub fn compute(
                 (a.v_max > 0.0).then(|| a.v_min / a.v_max),
                 Some(a.rmse),
                 Some(a.bias),
+                a.rmse_matched,
             ];
             let offset =
                 a.centroid_sim.zip(a.centroid_obs).map(|(s, o)| (s[0] - o[0], s[1] - o[1]));

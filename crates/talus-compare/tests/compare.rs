@@ -303,6 +303,11 @@ fn close(a: f64, b: f64) -> bool {
 }
 
 fn run_case(shift: f64, blocks: bool) -> tempfile::TempDir {
+    run_case_bulked(shift, blocks, Config::default().bulking_factor)
+}
+
+/// [`run_case`] with the block volumes spread times `bulking_factor`.
+fn run_case_bulked(shift: f64, blocks: bool, bulking_factor: f64) -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
     write_run(&tmp.path().join("run"), shift);
     write_diff(&tmp.path().join("diff"));
@@ -312,7 +317,8 @@ fn run_case(shift: f64, blocks: bool) -> tempfile::TempDir {
         terrain_dir: None,
         blocks: blocks.then(|| tmp.path().join("run/seed.parquet")),
     };
-    let config = Config { figure_width: 800, figure_height: 600, ..Config::default() };
+    let config =
+        Config { figure_width: 800, figure_height: 600, bulking_factor, ..Config::default() };
     let site = SiteInfo {
         name: "box".into(),
         description: "constructed <case>".into(),
@@ -334,6 +340,7 @@ fn perfect_match_has_unit_iou_and_zero_error() {
         ("volume_overlap", 1.0),
         ("thickness_rmse", 0.0),
         ("thickness_bias", 0.0),
+        ("thickness_rmse_volume_matched", 0.0),
         ("centroid_offset", 0.0),
         ("deposit_area_simulated", 50.0),
         ("deposit_area_surveyed", 50.0),
@@ -391,6 +398,8 @@ fn shifted_deposit_matches_closed_forms() {
         ("volume_overlap", 1.0 / 3.0),
         ("thickness_rmse", (8.0f64 / 3.0).sqrt()),
         ("thickness_bias", 0.0),
+        // Same volumes: the scaling is 1.
+        ("thickness_rmse_volume_matched", (8.0f64 / 3.0).sqrt()),
         ("centroid_offset", 5.0),
         ("centroid_azimuth", 90.0),
         ("lateral_spread_simulated", 10.0),
@@ -401,6 +410,36 @@ fn shifted_deposit_matches_closed_forms() {
     // Initial state from the trajectories: block 0 moved from (10.5, 32.5, 140) to (15.5, 7.5, 11).
     let (dmax, _) = metric(&out, "displacement_max");
     assert!(dmax >= (25.0f64.powi(2) + 129.0f64.powi(2) + 25.0).sqrt() - 1e-9, "{dmax}");
+}
+
+#[test]
+fn volume_matched_rmse_removes_an_error_of_amount_and_keeps_one_of_place() {
+    // Twice the volume in the right cells: 4 m against 2 m everywhere on the deposit.
+    let tmp = run_case_bulked(0.0, true, 2.0);
+    let out = tmp.path().join("out");
+    for (name, want) in [
+        ("deposit_volume_simulated", 200.0),
+        ("thickness_rmse", 2.0),
+        ("thickness_bias", 2.0),
+        ("thickness_rmse_volume_matched", 0.0),
+        ("deposit_iou", 1.0),
+    ] {
+        let (v, ok) = metric(&out, name);
+        assert!(ok && close(v, want), "{name}: {v}, want {want}");
+    }
+    // Shifted by 5 m and bulked three times (6 m thick): the matched RMSE is the unbulked
+    // shifted deposit's, sqrt(8/3) (shifted_deposit_matches_closed_forms), whatever the
+    // bulking; the plain RMSE is not: errors of 4 m on the 25 shared cells, 6 m on the 25
+    // simulated only and 2 m on the 25 surveyed only.
+    let tmp = run_case_bulked(5.0, false, 3.0);
+    let out = tmp.path().join("out");
+    for (name, want) in [
+        ("thickness_rmse_volume_matched", (8.0f64 / 3.0).sqrt()),
+        ("thickness_rmse", ((16.0f64 + 36.0 + 4.0) / 3.0).sqrt()),
+    ] {
+        let (v, ok) = metric(&out, name);
+        assert!(ok && close(v, want), "{name}: {v}, want {want}");
+    }
 }
 
 #[test]
