@@ -6,6 +6,10 @@
 #
 #   scripts/soak_kill.sh [ROUNDS] [TALUS]       (defaults: 20, target/release/talus)
 #
+# SOAK_SIGNAL=TERM (or INT, HUP) stops it with that signal instead, which talus catches:
+# then each round also checks, before the re-run, that the stopped pipeline ended by the
+# signal and left neither a temporary file nor a checkpoint segment in progress.
+#
 # The site is the thesis heap N = 1000 (700 steps, checkpoints every 100,
 # wall_times = false), about 5 s per pipeline on 2 cores, so 20 rounds take about 3
 # minutes. Needs a release build (`cargo build --release`). Exits non-zero at the first
@@ -13,6 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-20}
+signal=${SOAK_SIGNAL:-KILL}
 talus=${2:-${CARGO_TARGET_DIR:-target}/release/talus}
 [ -x "$talus" ] || { echo "soak: $talus not found; run cargo build --release first" >&2; exit 2; }
 repo=$(pwd)
@@ -63,8 +68,21 @@ for i in $(seq 1 "$rounds"); do
     (cd "$work" && exec "$talus" pipeline site.toml --out out -q) &
     pid=$!
     sleep "$delay"
-    kill -9 "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
+    kill -"$signal" "$pid" 2>/dev/null || true
+    status=0
+    wait "$pid" 2>/dev/null || status=$?
+    if [ "$signal" != KILL ] && [ "$status" != 0 ]; then
+        want=$((128 + $(kill -l "$signal")))
+        if [ "$status" != "$want" ]; then
+            echo "soak: round $i: exit status $status after SIG$signal, want $want" >&2
+            exit 1
+        fi
+        stray=$(find "$work/out" \( -name '.*.tmp' -o -name '.*.tmp.png' -o -name '.segment_*' \) 2>/dev/null)
+        if [ -n "$stray" ]; then
+            echo "soak: round $i: left after SIG$signal at ${delay} s:" $stray >&2
+            exit 1
+        fi
+    fi
     stage=$(ls "$work/out" 2>/dev/null | tr '\n' ' ' || true)
     ckpt=$(ls "$work/out/run/checkpoints" 2>/dev/null | grep -c step_ || true)
     if ! (cd "$work" && "$talus" pipeline site.toml --out out -q); then
@@ -86,6 +104,6 @@ for i in $(seq 1 "$rounds"); do
         echo "soak: round $i: a file outside the output directory changed" >&2
         exit 1
     fi
-    echo "soak: round $i: killed at ${delay} s (left in out/: ${stage:-nothing}; checkpoints: $ckpt): re-run identical"
+    echo "soak: round $i: SIG$signal at ${delay} s (exit $status; left in out/: ${stage:-nothing}; checkpoints: $ckpt): re-run identical"
 done
-echo "soak: $rounds rounds, every re-run byte-identical, nothing outside the outputs changed"
+echo "soak: $rounds rounds of SIG$signal, every re-run byte-identical, nothing outside the outputs changed"

@@ -829,9 +829,10 @@ pub fn run(
         resumed = true;
     }
 
-    // The segment in progress: registered, so that a run stopped by a signal removes it
-    // once its temporary files are gone (talus_io::atomic::remove_in_flight).
-    let mut cur = TemporaryDir::create(&seg_dir(sim.step))?;
+    // The segment in progress: registered with its files, so that a run stopped by a
+    // signal removes it, finished files and all, unless it was published
+    // (talus_io::atomic::remove_in_flight).
+    let mut cur = TemporaryDir::create(&seg_dir(sim.step), &CHECKPOINT_FILES)?;
     let mut seg = open_sinks(&segment_paths(cur.path()), &prov)?;
     if !resumed {
         let b = trajectory_batch(0, 0.0, &sim.blocks);
@@ -917,7 +918,7 @@ pub fn run(
         }
         if ckpt {
             // Close this segment, write the state, and publish the checkpoint.
-            let next = TemporaryDir::create(&seg_dir(step))?;
+            let next = TemporaryDir::create(&seg_dir(step), &CHECKPOINT_FILES)?;
             let done = std::mem::replace(&mut seg, open_sinks(&segment_paths(next.path()), &prov)?);
             done.finish()?;
             talus_io::blocks::write(

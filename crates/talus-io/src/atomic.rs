@@ -43,22 +43,30 @@ pub fn remove_in_flight() -> usize {
 }
 
 /// A directory being filled (e.g. a run's checkpoint segment before it is published),
-/// registered so that a process stopped by a signal removes it once its temporary files
-/// are gone ([`remove_in_flight`]; only if it is then empty). Dropping the guard only
-/// takes it out of the register: the directory itself is the caller's to rename or remove.
+/// registered with the files the caller will write in it, so that a process stopped by a
+/// signal removes those files (finished or not), its temporary files, and then the
+/// directory if that leaves it empty ([`remove_in_flight`]). Dropping the guard only
+/// takes them out of the register: the directory is the caller's to rename or remove.
 pub struct TemporaryDir {
     path: PathBuf,
-    _registered: InFlight,
+    _registered: Vec<InFlight>,
 }
 
 impl TemporaryDir {
-    /// Create `path` (and its parents) and register it.
-    pub fn create(path: &Path) -> Result<Self> {
+    /// Create `path` (and its parents) and register it, with the files `owned` (names in
+    /// it) that the caller will write there.
+    pub fn create(path: &Path, owned: &[&str]) -> Result<Self> {
         let mut set = in_flight();
         crate::error::create_dir(path)?;
-        set.insert(path.to_path_buf());
+        let paths: Vec<PathBuf> = std::iter::once(path.to_path_buf())
+            .chain(owned.iter().map(|name| path.join(name)))
+            .collect();
+        set.extend(paths.iter().cloned());
         drop(set);
-        Ok(TemporaryDir { path: path.to_path_buf(), _registered: InFlight(path.to_path_buf()) })
+        Ok(TemporaryDir {
+            path: path.to_path_buf(),
+            _registered: paths.into_iter().map(InFlight).collect(),
+        })
     }
 
     /// The directory's path.
