@@ -187,32 +187,24 @@ fn aggregates(map: &ThicknessMap) -> Result<Aggregates, Error> {
             (d.clone() * col("y")).sum().alias("dy"),
         ])
         .collect()?;
+    let g = |n: &str| scalar(&df, n);
+    let (v_sim, v_obs) = (g("v_sim")?, g("v_obs")?);
+    // The simulated thickness scaled to the surveyed volume (NaN without simulated volume).
+    let k = if v_sim > 0.0 { v_obs / v_sim } else { f64::NAN };
+    let square = |e: Expr| e.clone() * e;
     let errs = map
         .frame
         .clone()
         .lazy()
         .filter(col("in_simulated").or(col("in_surveyed")))
         .select([
-            ((h.clone() - d.clone()) * (h.clone() - d.clone())).mean().alias("mse"),
+            square(h.clone() - d.clone()).mean().alias("mse"),
             (h.clone() - d.clone()).mean().alias("bias"),
+            square(h * lit(k) - d).mean().alias("mse_matched"),
         ])
         .collect()?;
-    let g = |n: &str| scalar(&df, n);
-    let (v_sim, v_obs) = (g("v_sim")?, g("v_obs")?);
-    let rmse_matched = if v_sim > 0.0 {
-        let k = v_obs / v_sim;
-        let e = h.clone() * lit(k) - d.clone();
-        let matched = map
-            .frame
-            .clone()
-            .lazy()
-            .filter(col("in_simulated").or(col("in_surveyed")))
-            .select([(e.clone() * e).mean().alias("mse")])
-            .collect()?;
-        Some(scalar(&matched, "mse")?.sqrt())
-    } else {
-        None
-    };
+    let rmse_matched =
+        (v_sim > 0.0).then(|| scalar(&errs, "mse_matched")).transpose()?.map(f64::sqrt);
     let centroid = |sx: f64, sy: f64, v: f64| (v > 0.0).then(|| [sx / v, sy / v]);
     Ok(Aggregates {
         n_sim: g("n_sim")?,

@@ -20,6 +20,15 @@ fn in_flight() -> MutexGuard<'static, BTreeSet<PathBuf>> {
 /// taken out when dropped (after it was renamed into place or removed).
 struct InFlight(PathBuf);
 
+impl InFlight {
+    /// Enter `path` in the register `set` (held by the caller while it creates the file or
+    /// directory, so that a signal's clean-up never misses it).
+    fn enter(set: &mut BTreeSet<PathBuf>, path: PathBuf) -> InFlight {
+        set.insert(path.clone());
+        InFlight(path)
+    }
+}
+
 impl Drop for InFlight {
     fn drop(&mut self) {
         in_flight().remove(&self.0);
@@ -48,8 +57,8 @@ pub fn remove_in_flight() -> usize {
 /// directory if that leaves it empty ([`remove_in_flight`]). Dropping the guard only
 /// takes them out of the register: the directory is the caller's to rename or remove.
 pub struct TemporaryDir {
-    path: PathBuf,
-    _registered: Vec<InFlight>,
+    /// The directory's entry first, then its files'.
+    registered: Vec<InFlight>,
 }
 
 impl TemporaryDir {
@@ -58,20 +67,16 @@ impl TemporaryDir {
     pub fn create(path: &Path, owned: &[&str]) -> Result<Self> {
         let mut set = in_flight();
         crate::error::create_dir(path)?;
-        let paths: Vec<PathBuf> = std::iter::once(path.to_path_buf())
+        let registered = std::iter::once(path.to_path_buf())
             .chain(owned.iter().map(|name| path.join(name)))
+            .map(|p| InFlight::enter(&mut set, p))
             .collect();
-        set.extend(paths.iter().cloned());
-        drop(set);
-        Ok(TemporaryDir {
-            path: path.to_path_buf(),
-            _registered: paths.into_iter().map(InFlight).collect(),
-        })
+        Ok(TemporaryDir { registered })
     }
 
     /// The directory's path.
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.registered[0].0
     }
 }
 
@@ -104,9 +109,8 @@ impl AtomicFile {
                 path: path.to_path_buf(),
                 source: without_temporary_name(e),
             })?;
-        set.insert(tmp.path().to_path_buf());
+        let registered = InFlight::enter(&mut set, tmp.path().to_path_buf());
         drop(set);
-        let registered = InFlight(tmp.path().to_path_buf());
         Ok(AtomicFile {
             path: path.to_path_buf(),
             tmp: BufWriter::with_capacity(1 << 20, tmp),
