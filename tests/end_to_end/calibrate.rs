@@ -154,6 +154,61 @@ fn calibration_full_and_by_member_agree() {
     );
 }
 
+/// `replicates = 2`: each point of the grid (and the reference) runs twice, replicate 0
+/// as the unreplicated calibration's member (same metrics, bit for bit) and replicate 1
+/// with `[run] perturbation` (another final state); the best row is replicate 0 of the
+/// point with the lowest mean score, recomputed from the table.
+#[test]
+fn replicates_rank_the_points_by_their_mean_score() {
+    let d = site_dir(SITE);
+    let o = talus(d.path(), &["calibrate", "site.toml", "--out", OUT]);
+    assert!(o.status.success(), "calibrate failed:\n{}", text(&o));
+    let rep = "runs/rep";
+    let args = ["calibrate", "site.toml", "--out", rep, "--set", "calibrate.replicates=2"];
+    let o = talus(d.path(), &args);
+    assert!(o.status.success(), "calibrate with replicates failed:\n{}", text(&o));
+    assert!(text(&o).contains("over 2 replicates"), "{}", text(&o));
+    let schema = arrow::datatypes::Schema::empty();
+    let single = read_table(&d.path().join(OUT).join("runs.parquet"), &schema).unwrap();
+    let t = read_table(&d.path().join(rep).join("runs.parquet"), &schema).unwrap();
+    assert_eq!(t.num_rows(), 10);
+    assert_eq!(t.u32s("point").unwrap(), vec![0, 0, 1, 1, 2, 2, 3, 3, 4, 4]);
+    assert_eq!(t.u32s("replicate").unwrap(), vec![0, 1, 0, 1, 0, 1, 0, 1, 0, 1]);
+    assert_eq!(t.bools("reference").unwrap()[8..], [true, true]);
+    let (score, score1) = (t.f64s("score").unwrap(), single.f64s("score").unwrap());
+    for col in ["deposit_iou", "thickness_rmse", "score", "restitution", "block_scale"] {
+        let (a, b) = (t.f64s(col).unwrap(), single.f64s(col).unwrap());
+        for p in 0..5 {
+            assert_eq!(a[2 * p].to_bits(), b[p].to_bits(), "{col} of point {p}, replicate 0");
+        }
+    }
+    assert_eq!(score1.len(), 5);
+    let members = d.path().join(rep).join("members");
+    let site1 = std::fs::read_to_string(members.join("0003/site.toml")).unwrap();
+    assert!(site1.contains("point 1, replicate 1"), "{site1}");
+    let parsed: toml::Table = site1
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .parse()
+        .unwrap();
+    assert_eq!(parsed["run"]["perturbation"]["seed"].as_integer(), Some(1));
+    let site0 = std::fs::read_to_string(members.join("0002/site.toml")).unwrap();
+    assert!(!site0.contains("perturbation"), "{site0}");
+    let fin = |m: &str| std::fs::read(members.join(m).join("run/final.parquet")).unwrap();
+    assert!(fin("0002") != fin("0003"), "the perturbation changed nothing");
+    // The best: replicate 0 of the grid point with the lowest mean score.
+    let mean = |p: usize| (score[2 * p] + score[2 * p + 1]) / 2.0;
+    let best = (0..4).min_by(|&a, &b| mean(a).total_cmp(&mean(b)).then(a.cmp(&b))).unwrap();
+    let best_toml = std::fs::read_to_string(d.path().join(rep).join("best.toml")).unwrap();
+    assert!(best_toml.contains(&format!("(member {},", 2 * best)), "{best_toml}");
+    assert!(best_toml.contains(&format!("Its point ({best}) over 2 replicates")), "{best_toml}");
+    assert!(!best_toml.contains("perturbation"), "{best_toml}");
+    let html = std::fs::read_to_string(d.path().join(rep).join("report.html")).unwrap();
+    assert!(html.contains("id=\"replicates\""), "{html}");
+}
+
 #[test]
 fn bad_calibrate_tables_are_refused_before_any_stage() {
     for (site, needle) in [
@@ -168,6 +223,10 @@ fn bad_calibrate_tables_are_refused_before_any_stage() {
             "compare.min_thickness",
         ),
         (SITE.replace("[calibrate.parameters]\n", "[calibrate.parameters]\nfoo = 1\n"), "foo"),
+        (
+            SITE.replace("[calibrate.parameters]\n", "replicates = 0\n[calibrate.parameters]\n"),
+            "replicates",
+        ),
         (
             SITE.replace("block_scale = 1.0 }", "block_scale = 1.0, beta = 0.5 }"),
             "reference.\"beta\"",

@@ -191,6 +191,16 @@ pub struct Config {
     /// the survey's and Scheidegger's, to show how far the calibration moved the result.
     /// It never becomes the best member. Empty (default): no reference member.
     pub reference: BTreeMap<String, f64>,
+    /// Runs per point of the search (and of the reference), count. A deposit of many
+    /// blocks is chaotic: runs whose parameters differ by a percent can differ in runout by
+    /// tens of metres. With `replicates` > 1 each point runs that many times, replicate 0
+    /// as given and replicate r > 0 with `[run] perturbation = { speed =
+    /// replicate_speed, seed = r }`, and the points are ranked by their replicates' mean
+    /// score (a point with a failed replicate is not a candidate). 1 (default): one run
+    /// per point, ranked by its score.
+    pub replicates: usize,
+    /// Speed of the replicates' perturbation of the blocks' initial velocities, m/s.
+    pub replicate_speed: f64,
 }
 
 impl Default for Config {
@@ -204,6 +214,8 @@ impl Default for Config {
             parameters: Parameters::default(),
             wall_times: true,
             reference: BTreeMap::new(),
+            replicates: 1,
+            replicate_speed: 1e-3,
         }
     }
 }
@@ -264,6 +276,15 @@ impl Config {
         }
         if w.iou + w.runout + w.thickness <= 0.0 {
             return Err(Error::Config("weights: at least one weight must be > 0".into()));
+        }
+        if self.replicates == 0 {
+            return Err(Error::Config("replicates must be >= 1".into()));
+        }
+        if !(self.replicate_speed.is_finite() && self.replicate_speed > 0.0) {
+            return Err(Error::Config(format!(
+                "replicate_speed = {} m/s must be finite and > 0",
+                self.replicate_speed
+            )));
         }
         let n = crate::sample::member_count(self);
         if n == 0 {

@@ -43,18 +43,16 @@ pub struct Ensemble {
 }
 
 /// The order in which [`Ensemble::run_members`] starts the members: the uncalibrated
-/// reference (the last member, when there is one) first, then the search's members in
+/// reference (the last member, or the last `replicates`, when there is one) first, then the search's members in
 /// their order. The reference's textbook values lie outside the search's ranges, and on the
 /// default site it was the slowest member in each of three calibrations (98–195 s against
 /// 51–98 s for the others), so starting it last left a core idle for most of its run
 /// (session 23: 286 s against 330 s for the same members).
 pub fn execution_order(config: &Config) -> Vec<usize> {
     let n = crate::member_count(config);
-    if n > 0 && crate::member(config, n - 1).reference {
-        std::iter::once(n - 1).chain(0..n - 1).collect()
-    } else {
-        (0..n).collect()
-    }
+    let reference: Vec<bool> = (0..n).map(|i| crate::member(config, i).reference).collect();
+    let first = (0..n).filter(|&i| reference[i]);
+    first.chain((0..n).filter(|&i| !reference[i])).collect()
 }
 
 /// A member's summary line.
@@ -134,9 +132,15 @@ impl Ensemble {
 
     /// Member m's site: the site's tables with the member's values, typed and checked.
     fn member_site(&self, m: &Member) -> Result<Site, Error> {
-        let table = crate::sample::apply(&self.site.raw, &self.params, m, &self.base)?;
+        let mut table = crate::sample::apply(&self.site.raw, &self.params, m, &self.base)?;
+        crate::sample::perturb(&mut table, m, self.config.replicate_speed)?;
+        let replicate = if self.config.replicates > 1 {
+            format!(" (point {}, replicate {})", m.point, m.replicate)
+        } else {
+            String::new()
+        };
         let text = format!(
-            "# Member {} of the calibration of {} (talus calibrate): {}\n{}",
+            "# Member {}{replicate} of the calibration of {} (talus calibrate): {}\n{}",
             m.index,
             self.site.path.display(),
             self.params
@@ -363,6 +367,8 @@ impl Ensemble {
             let expected = crate::member(&self.config, i);
             if r.len() != 1
                 || r[0].member as usize != i
+                || r[0].point as usize != expected.point
+                || r[0].replicate as usize != expected.replicate
                 || r[0].values != expected.values
                 || r[0].reference != expected.reference
             {
@@ -466,5 +472,10 @@ mod tests {
         assert_eq!(execution_order(&with), vec![4, 0, 1, 2, 3]);
         let without = config("samples = 3\n[parameters]\nrestitution = { min = 0.1, max = 0.2 }\n");
         assert_eq!(execution_order(&without), vec![0, 1, 2]);
+        // With replicates the reference's runs (the last point's) start first.
+        let replicated = config(
+            "samples = 2\nreplicates = 2\nreference = { restitution = 0.0 }\n[parameters]\nrestitution = { min = 0.1, max = 0.2 }\n",
+        );
+        assert_eq!(execution_order(&replicated), vec![4, 5, 0, 1, 2, 3]);
     }
 }

@@ -63,6 +63,20 @@ pub fn best_toml(c: &Collection, best: &Row, site: &toml::Table) -> String {
     for (p, v) in c.params.iter().zip(&best.values) {
         let _ = writeln!(s, "#   {} = {v} ({})", p.name, p.key);
     }
+    if c.config.replicates > 1
+        && let Some(p) = table::best_point(&table::points(c.rows))
+    {
+        let _ = writeln!(
+            s,
+            "# Its point ({}) over {} replicates: score {}, deposit IoU {}, runout {} m, thickness RMSE {} m (mean ± sample sd).",
+            p.point,
+            p.rows.len(),
+            spread(p.score),
+            spread(p.deposit_iou),
+            spread(p.runout_simulated),
+            spread(p.thickness_rmse),
+        );
+    }
     s.push_str("# Replace the site file's tables below with these.\n\n");
     s.push_str(&toml::to_string(&t).unwrap_or_default());
     s
@@ -177,9 +191,24 @@ fn render(c: &Collection, best: Option<usize>, best_text: Option<&str>, png: &[u
                     .unwrap_or_default(),
                 escape(text)
             );
+            if c.config.replicates > 1
+                && let Some(p) = table::best_point(&table::points(c.rows))
+            {
+                let _ = writeln!(
+                    h,
+                    "<p>The best point ({}) over its {} replicates, of which this member is the unperturbed run: score {} &middot; deposit IoU {} &middot; runout {} m &middot; thickness RMSE {} m (mean &plusmn; sample standard deviation).</p>",
+                    p.point,
+                    p.rows.len(),
+                    spread(p.score),
+                    spread(p.deposit_iou),
+                    spread(p.runout_simulated),
+                    spread(p.thickness_rmse)
+                );
+            }
         }
         _ => h.push_str("<p>No member succeeded.</p>\n"),
     }
+    h.push_str(&replicates(c, best));
     h.push_str(&travel_angles(c, best));
     let _ = writeln!(
         h,
@@ -208,7 +237,10 @@ fn render(c: &Collection, best: Option<usize>, best_text: Option<&str>, png: &[u
         } else {
             ""
         };
-        let label = if r.reference { " (reference)" } else { "" };
+        let mut label = if r.reference { " (reference)" } else { "" }.to_string();
+        if c.config.replicates > 1 {
+            label.push_str(&format!(" (point {}, replicate {})", r.point, r.replicate));
+        }
         let _ = write!(
             h,
             "<tr id=\"member-{}\"{class}><td class=\"num\">{}{label}</td>",
@@ -243,6 +275,63 @@ fn render(c: &Collection, best: Option<usize>, best_text: Option<&str>, png: &[u
     h.push_str("</table>\n<h2>Calibration options</h2>\n");
     let _ = writeln!(h, "<pre>{}</pre>", escape(&toml::to_string(c.config).unwrap_or_default()));
     h.push_str("</body></html>\n");
+    h
+}
+
+/// "mean ± sd" (the sd left out when undefined).
+fn spread(x: table::Spread) -> String {
+    if x.sd.is_finite() {
+        format!("{} ± {}", format_value(x.mean), format_value(x.sd))
+    } else {
+        format_value(x.mean)
+    }
+}
+
+/// The points of the search and the reference over their replicates, best mean score
+/// first (only with `replicates` > 1).
+fn replicates(c: &Collection, best: Option<usize>) -> String {
+    let mut h = String::new();
+    if c.config.replicates <= 1 {
+        return h;
+    }
+    let _ = writeln!(
+        h,
+        "<h2 id=\"replicates\">Points over their replicates</h2>\n<p>Each point ran {} times: replicate 0 as given, replicate r &gt; 0 with every block's initial velocity perturbed by {} m/s in a random direction (seed r). A deposit of many blocks is chaotic; the spread (mean &plusmn; sample standard deviation) is what a single run of the point may give. Points are ranked by their mean score.</p>",
+        c.config.replicates,
+        format_value(c.config.replicate_speed)
+    );
+    h.push_str("<table><tr><th>point</th>");
+    for p in c.params {
+        let _ = write!(h, "<th>{}</th>", escape(&p.name));
+    }
+    h.push_str("<th>runs ok</th><th>score</th><th>deposit IoU</th><th>runout (m)</th><th>thickness RMSE (m)</th><th>volume overlap</th></tr>\n");
+    let mut pts = table::points(c.rows);
+    pts.sort_by(|a, b| {
+        let key =
+            |p: &table::Point| if p.score.mean.is_finite() { p.score.mean } else { f64::INFINITY };
+        key(a).total_cmp(&key(b)).then(a.point.cmp(&b.point))
+    });
+    for p in &pts {
+        let first = &c.rows[p.rows[0]];
+        let class = if best.is_some_and(|b| p.rows.contains(&b)) {
+            " class=\"best\""
+        } else if p.reference {
+            " class=\"reference\""
+        } else {
+            ""
+        };
+        let label = if p.reference { " (reference)" } else { "" };
+        let _ = write!(h, "<tr{class}><td class=\"num\">{}{label}</td>", p.point);
+        for v in &first.values {
+            let _ = write!(h, "<td class=\"num\">{}</td>", format_value(*v));
+        }
+        let _ = write!(h, "<td class=\"num\">{} of {}</td>", p.ok, p.rows.len());
+        for x in [p.score, p.deposit_iou, p.runout_simulated, p.thickness_rmse, p.volume_overlap] {
+            let _ = write!(h, "<td class=\"num\">{}</td>", spread(x));
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table>\n");
     h
 }
 
@@ -352,7 +441,14 @@ mod tests {
             travel_angle_surveyed: 27.3,
             h_over_l_scheidegger: 0.5,
         };
-        let m = |i: usize, reference: bool| Member { index: i, seed: 1, values: vec![], reference };
+        let m = |i: usize, reference: bool| Member {
+            index: i,
+            point: i,
+            replicate: 0,
+            seed: 1,
+            values: vec![],
+            reference,
+        };
         let rows = [
             Row::new(&m(0, false), Ok(metrics(0.5, 26.0)), &w, 1.0),
             Row::new(&m(1, false), Ok(metrics(0.6, 25.5)), &w, 1.0),
@@ -388,7 +484,8 @@ mod tests {
     #[test]
     fn failure_reasons_are_folded_in_a_wrapping_cell() {
         let config = Config::default();
-        let member = Member { index: 0, seed: 1, values: vec![], reference: false };
+        let member =
+            Member { index: 0, point: 0, replicate: 0, seed: 1, values: vec![], reference: false };
         let reason = "stage run failed: ".to_string() + &"a very long error chain ".repeat(20);
         let rows = [Row::new(&member, Err(reason.clone()), &Weights::default(), 1.0)];
         let c = collection(&config, &rows);

@@ -12,6 +12,10 @@
 //!   π_d of 0..n drawn from a stream seeded by (seed, d); member i takes
 //!   `Q_d((π_d(i) + u)/n)`, u the d-th draw of the member's stream. Each of the n strata
 //!   of each parameter is used exactly once.
+//! * Replicates: with `replicates = R`, member i runs point ⌊i / R⌋ of the above (its
+//!   values and seed are that point's) as replicate i mod R; replicate r > 0 perturbs the
+//!   run's initial velocities (`[run] perturbation`, seed r). With R = 1 member i is
+//!   point i.
 
 use crate::config::{Config, Search, Spec};
 use rand::seq::SliceRandom;
@@ -56,7 +60,11 @@ pub fn parameters(config: &Config) -> Vec<Parameter> {
 pub struct Member {
     /// Index, 0-based.
     pub index: usize,
-    /// The member's seed `s_i`.
+    /// The point of the search (or the reference) it runs: `index / replicates`.
+    pub point: usize,
+    /// Which run of its point: `index % replicates` (0: unperturbed).
+    pub replicate: usize,
+    /// The point's seed `s_p`.
     pub seed: u64,
     /// One value per parameter, in the order of [`parameters`].
     pub values: Vec<f64>,
@@ -77,8 +85,14 @@ pub fn member_seed(seed: u64, index: usize) -> u64 {
     splitmix64(seed ^ splitmix64(index as u64))
 }
 
-/// Members in the ensemble: the search's, then the reference when there is one.
+/// Members in the ensemble: each point's replicates, the search's points, then the
+/// reference's when there is one.
 pub fn member_count(config: &Config) -> usize {
+    point_count(config).saturating_mul(config.replicates)
+}
+
+/// Points: the search's, then the reference when there is one.
+pub fn point_count(config: &Config) -> usize {
     search_count(config).saturating_add(usize::from(!config.reference.is_empty()))
 }
 
@@ -96,11 +110,20 @@ pub fn search_count(config: &Config) -> usize {
 
 /// Member `index` (which must be < [`member_count`]).
 pub fn member(config: &Config, index: usize) -> Member {
+    let replicates = config.replicates.max(1);
+    let (point, replicate) = (index / replicates, index % replicates);
+    let m = point_member(config, point);
+    Member { index, replicate, ..m }
+}
+
+/// Replicate 0 of `point`, with `index` = `point`.
+fn point_member(config: &Config, index: usize) -> Member {
     let params = parameters(config);
     let seed = member_seed(config.seed, index);
+    let point = index;
     if !config.reference.is_empty() && index == search_count(config) {
         let values = params.iter().map(|p| config.reference[&p.name]).collect();
-        return Member { index, seed, values, reference: true };
+        return Member { index, point, replicate: 0, seed, values, reference: true };
     }
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let values = match config.search {
@@ -133,7 +156,21 @@ pub fn member(config: &Config, index: usize) -> Member {
                 .collect()
         }
     };
-    Member { index, seed, values, reference: false }
+    Member { index, point, replicate: 0, seed, values, reference: false }
+}
+
+/// A replicate's perturbation in its site file: `[run] perturbation = { speed, seed = r }`
+/// for replicate r > 0; replicate 0 runs the site as given.
+pub fn perturb(site: &mut toml::Table, member: &Member, speed: f64) -> Result<(), crate::Error> {
+    if member.replicate == 0 {
+        return Ok(());
+    }
+    let run = table_at(site, &["run"], "replicates")?;
+    let mut p = toml::Table::new();
+    p.insert("speed".into(), toml::Value::Float(speed));
+    p.insert("seed".into(), toml::Value::Integer(member.replicate as i64));
+    run.insert("perturbation".into(), toml::Value::Table(p));
+    Ok(())
 }
 
 /// Every member, in order.
@@ -316,6 +353,54 @@ mod tests {
         let last = &all[c.samples];
         assert!(last.reference && !all[0].reference);
         assert_eq!(last.values, vec![0.05, 1.0, 0.3]);
+    }
+
+    /// With replicates, each point's members share its values and seed, replicate 0 of
+    /// point p is member p of the unreplicated ensemble, the reference's replicates come
+    /// last, and only replicates r > 0 carry `[run] perturbation` with seed r.
+    #[test]
+    fn replicates_run_each_point_with_its_values_and_perturb_all_but_the_first() {
+        let mut c = config(Search::LatinHypercube);
+        c.reference = [
+            ("restitution".to_string(), 0.05),
+            ("block_scale".to_string(), 1.0),
+            ("run.separation.beta".to_string(), 0.3),
+        ]
+        .into();
+        let single = members(&c);
+        let r = Config { replicates: 3, ..c.clone() };
+        r.validate().unwrap();
+        let all = members(&r);
+        assert_eq!(all.len(), 3 * (c.samples + 1));
+        for (i, m) in all.iter().enumerate() {
+            assert_eq!((m.index, m.point, m.replicate), (i, i / 3, i % 3));
+            let p = &single[i / 3];
+            assert_eq!((&m.values, m.seed, m.reference), (&p.values, p.seed, p.reference));
+        }
+        assert!(all[3 * c.samples].reference && !all[3 * c.samples - 1].reference);
+        let site: toml::Table = "[run]\nsteps = 10\n".parse().unwrap();
+        for (k, m) in all[6..9].iter().enumerate() {
+            let mut t = site.clone();
+            perturb(&mut t, m, 0.002).unwrap();
+            match k {
+                0 => assert_eq!(t, site),
+                _ => {
+                    let p = &t["run"]["perturbation"];
+                    assert_eq!(p["speed"].as_float(), Some(0.002));
+                    assert_eq!(p["seed"].as_integer(), Some(k as i64));
+                    assert_eq!(t["run"]["steps"].as_integer(), Some(10));
+                }
+            }
+        }
+        // The perturbed site is a valid run configuration.
+        let mut t = site.clone();
+        perturb(&mut t, &all[7], 0.002).unwrap();
+        let run: talus_engine::Config =
+            t["run"].clone().try_into().expect("perturbation parses as [run]");
+        assert_eq!(
+            run.perturbation,
+            Some(talus_engine::config::Perturbation { speed: 0.002, seed: 1 })
+        );
     }
 
     #[test]

@@ -170,6 +170,10 @@ impl Metrics {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
     pub member: u32,
+    /// The point of the search (or the reference) the member runs.
+    pub point: u32,
+    /// Which run of its point (0: unperturbed; see `[calibrate] replicates`).
+    pub replicate: u32,
     pub member_seed: u64,
     /// One value per parameter.
     pub values: Vec<f64>,
@@ -203,6 +207,8 @@ impl Row {
         };
         Row {
             member: member.index as u32,
+            point: member.point as u32,
+            replicate: member.replicate as u32,
             member_seed: member.seed,
             values: member.values.clone(),
             reference: member.reference,
@@ -256,7 +262,21 @@ const METRIC_COLUMNS: &[(&str, &str, &str, Getter)] = &[
 pub fn schema(params: &[Parameter]) -> Schema {
     let mut fields = vec![
         field("member", DataType::UInt32, false, "1", "member index"),
-        field("member_seed", DataType::UInt64, false, "1", "the member's seed"),
+        field(
+            "point",
+            DataType::UInt32,
+            false,
+            "1",
+            "the point of the search (or the reference) the member runs",
+        ),
+        field(
+            "replicate",
+            DataType::UInt32,
+            false,
+            "1",
+            "which run of its point: 0 as given, r > 0 with the initial velocities perturbed (seed r)",
+        ),
+        field("member_seed", DataType::UInt64, false, "1", "the point's seed"),
     ];
     for p in params {
         fields.push(field(
@@ -286,6 +306,8 @@ fn batch(params: &[Parameter], rows: &[Row]) -> Result<(Arc<Schema>, RecordBatch
     let schema = Arc::new(schema(params));
     let mut cols: Vec<ArrayRef> = vec![
         Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| r.member))),
+        Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| r.point))),
+        Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| r.replicate))),
         Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.member_seed))),
     ];
     for d in 0..params.len() {
@@ -318,6 +340,8 @@ pub fn write(
 pub fn read(path: &Path, params: &[Parameter]) -> Result<Vec<Row>, Error> {
     let t = talus_io::read_table(path, &schema(params))?;
     let member = t.u32s("member")?;
+    let point = t.u32s("point")?;
+    let replicate = t.u32s("replicate")?;
     let seed = t.u64s("member_seed")?;
     let values: Vec<Vec<f64>> = params.iter().map(|p| t.f64s(&p.name)).collect::<Result<_, _>>()?;
     let status = t.strings("status")?;
@@ -345,6 +369,8 @@ pub fn read(path: &Path, params: &[Parameter]) -> Result<Vec<Row>, Error> {
     Ok((0..t.num_rows())
         .map(|i| Row {
             member: member[i],
+            point: point[i],
+            replicate: replicate[i],
             member_seed: seed[i],
             values: values.iter().map(|v| v[i]).collect(),
             reference: reference[i],
@@ -370,14 +396,100 @@ pub fn read(path: &Path, params: &[Parameter]) -> Result<Vec<Row>, Error> {
         .collect())
 }
 
-/// Index of the best row: the lowest score among the `ok` rows of the search (ties: the
-/// lowest member); the reference member is not a candidate.
+/// Mean and sample standard deviation of a point's replicates (NaN where undefined).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spread {
+    pub mean: f64,
+    /// Sample standard deviation (n − 1); NaN with one value.
+    pub sd: f64,
+}
+
+impl Spread {
+    fn of(values: &[f64]) -> Spread {
+        let n = values.len() as f64;
+        let mean = values.iter().sum::<f64>() / n;
+        let sd = if values.len() > 1 {
+            (values.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / (n - 1.0)).sqrt()
+        } else {
+            f64::NAN
+        };
+        Spread { mean, sd }
+    }
+}
+
+/// One point of the search (or the reference) over its replicates' rows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    pub point: u32,
+    pub reference: bool,
+    /// Indices into the rows, in replicate order.
+    pub rows: Vec<usize>,
+    /// Replicates that succeeded.
+    pub ok: usize,
+    /// Over the replicates when every one succeeded (NaN otherwise).
+    pub score: Spread,
+    pub deposit_iou: Spread,
+    pub runout_simulated: Spread,
+    pub runout_error: Spread,
+    pub thickness_rmse: Spread,
+    pub volume_overlap: Spread,
+}
+
+/// The points of `rows`, in the order of their first row.
+pub fn points(rows: &[Row]) -> Vec<Point> {
+    let mut order: Vec<u32> = Vec::new();
+    let mut by_point: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
+    for (i, r) in rows.iter().enumerate() {
+        let e = by_point.entry(r.point).or_default();
+        if e.is_empty() {
+            order.push(r.point);
+        }
+        e.push(i);
+    }
+    order
+        .into_iter()
+        .map(|p| {
+            let mut idx = by_point.remove(&p).unwrap_or_default();
+            idx.sort_by_key(|&i| rows[i].replicate);
+            let ok = idx.iter().filter(|&&i| rows[i].status == Status::Ok).count();
+            let all_ok = ok == idx.len();
+            let spread = |f: fn(&Row) -> f64| {
+                if all_ok {
+                    Spread::of(&idx.iter().map(|&i| f(&rows[i])).collect::<Vec<_>>())
+                } else {
+                    Spread { mean: f64::NAN, sd: f64::NAN }
+                }
+            };
+            Point {
+                point: p,
+                reference: rows[idx[0]].reference,
+                ok,
+                score: spread(|r| r.score),
+                deposit_iou: spread(|r| r.metrics.deposit_iou),
+                runout_simulated: spread(|r| r.metrics.runout_simulated),
+                runout_error: spread(|r| r.metrics.runout_error()),
+                thickness_rmse: spread(|r| r.metrics.thickness_rmse),
+                volume_overlap: spread(|r| r.metrics.volume_overlap),
+                rows: idx,
+            }
+        })
+        .collect()
+}
+
+/// The best point: the lowest mean score among the points of the search whose every
+/// replicate succeeded (ties: the lowest point); the reference is not a candidate.
+pub fn best_point(points: &[Point]) -> Option<&Point> {
+    points
+        .iter()
+        .filter(|p| !p.reference && p.score.mean.is_finite())
+        .min_by(|a, b| a.score.mean.total_cmp(&b.score.mean).then(a.point.cmp(&b.point)))
+}
+
+/// Index of the best row: the first replicate (the unperturbed run, when present) of the
+/// [`best_point`]. With one replicate a point, the lowest score among the `ok` rows of the
+/// search (ties: the lowest member).
 pub fn best(rows: &[Row]) -> Option<usize> {
-    rows.iter()
-        .enumerate()
-        .filter(|(_, r)| r.status == Status::Ok && r.score.is_finite() && !r.reference)
-        .min_by(|(_, a), (_, b)| a.score.total_cmp(&b.score).then(a.member.cmp(&b.member)))
-        .map(|(i, _)| i)
+    best_point(&points(rows)).map(|p| p.rows[0])
 }
 
 #[cfg(test)]
@@ -402,7 +514,14 @@ mod tests {
     }
 
     fn member(i: usize, v: f64) -> Member {
-        Member { index: i, seed: i as u64 * 7, values: vec![v], reference: false }
+        Member {
+            index: i,
+            point: i,
+            replicate: 0,
+            seed: i as u64 * 7,
+            values: vec![v],
+            reference: false,
+        }
     }
 
     #[test]
@@ -449,6 +568,52 @@ mod tests {
         assert_eq!(best(&with_ref), Some(1));
     }
 
+    /// With replicates, the best point is the one with the lowest mean score over its
+    /// runs, not the one holding the luckiest run; a point with a failed replicate is not a
+    /// candidate; the spreads are the replicates' mean and sample standard deviation.
+    #[test]
+    fn the_best_point_has_the_lowest_mean_score_over_its_replicates() {
+        let w = Weights { iou: 1.0, runout: 0.0, thickness: 0.0 };
+        let run = |i: usize, point: usize, iou: f64| {
+            let m = Member { point, replicate: i % 3, ..member(i, point as f64) };
+            Row::new(&m, Ok(metrics(iou, 200.0, 1.0)), &w, 1.0)
+        };
+        let mut rows = vec![
+            // Point 0 holds the single best run (score 0.1) but a mean of 0.3.
+            run(0, 0, 0.9),
+            run(1, 0, 0.6),
+            run(2, 0, 0.6),
+            // Point 1: mean 0.2.
+            run(3, 1, 0.8),
+            run(4, 1, 0.8),
+            run(5, 1, 0.8),
+            // Point 2 would have the best mean (0.05) but one replicate failed.
+            run(6, 2, 0.95),
+            run(7, 2, 0.95),
+        ];
+        let failed = Member { point: 2, replicate: 2, ..member(8, 2.0) };
+        rows.push(Row::new(&failed, Err("stage `run` failed".into()), &w, 1.0));
+        let pts = points(&rows);
+        assert_eq!(pts.len(), 3);
+        let p0 = &pts[0];
+        assert_eq!((p0.point, p0.ok, p0.rows.clone()), (0, 3, vec![0, 1, 2]));
+        assert!((p0.deposit_iou.mean - 0.7).abs() < 1e-15);
+        // Sample sd of (0.9, 0.6, 0.6): sqrt((0.04 + 0.01 + 0.01) / 2).
+        assert!((p0.deposit_iou.sd - 0.03f64.sqrt()).abs() < 1e-15);
+        assert!((p0.score.mean - 0.3).abs() < 1e-15);
+        assert!(pts[1].deposit_iou.sd < 1e-15);
+        assert_eq!(pts[2].ok, 2);
+        assert!(pts[2].score.mean.is_nan());
+        let b = best_point(&pts).unwrap();
+        assert_eq!(b.point, 1);
+        // The best row is the best point's first replicate.
+        assert_eq!(best(&rows), Some(3));
+        // With one run a point, the mean is the run's score and the sd undefined.
+        let single = points(&rows[..1]);
+        assert_eq!(single[0].score.mean, rows[0].score);
+        assert!(single[0].score.sd.is_nan());
+    }
+
     #[test]
     fn rows_round_trip_through_parquet() {
         let c = crate::Config {
@@ -464,7 +629,7 @@ mod tests {
             Row::new(&member(0, 0.1), Ok(metrics(0.3, 260.0, 6.0)), &w, 1.5),
             Row::new(&member(1, 0.2), Err("stage `run` failed".into()), &w, 2.0),
             Row::new(
-                &Member { reference: true, ..member(2, 0.3) },
+                &Member { reference: true, point: 1, replicate: 3, ..member(2, 0.3) },
                 Ok(metrics(0.5, 220.0, 5.0)),
                 &w,
                 1.0,
@@ -478,8 +643,8 @@ mod tests {
         assert_eq!(back.len(), 3);
         for (a, b) in rows.iter().zip(&back) {
             assert_eq!(
-                (a.member, a.member_seed, &a.values, a.reference, a.status),
-                (b.member, b.member_seed, &b.values, b.reference, b.status)
+                (a.member, a.point, a.replicate, a.member_seed, &a.values, a.reference, a.status),
+                (b.member, b.point, b.replicate, b.member_seed, &b.values, b.reference, b.status)
             );
             assert_eq!(
                 a.metrics.travel_angle_simulated.to_bits(),

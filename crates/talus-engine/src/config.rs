@@ -337,6 +337,48 @@ pub struct Config {
     /// block_terrain = { coulomb = 0.7 } }`; see [`crate::solver::friction`].
     #[serde(skip_serializing_if = "FrictionConfig::is_default")]
     pub friction: FrictionConfig,
+    /// A seeded perturbation of the initial state (default: none), for replicates of a
+    /// run: the deposit of many blocks is chaotic, and replicates sample its spread. E.g.
+    /// `perturbation = { speed = 0.001, seed = 1 }`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub perturbation: Option<Perturbation>,
+}
+
+/// A perturbation of the initial state: every active block's initial velocity gets
+/// `speed` added in a direction uniform on the sphere, drawn from (`seed`, the block's
+/// id) alone, so it does not depend on the blocks' order. The kinetic energy it adds is
+/// part of the run's initial energy (the balance closes); a resumed run keeps the
+/// velocities of its checkpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Perturbation {
+    /// Speed added to each block, m/s (> 0; 0.001 is far below anything the run resolves,
+    /// and enough to decorrelate a chaotic deposit).
+    pub speed: f64,
+    /// Seed of the directions.
+    pub seed: u64,
+}
+
+impl Perturbation {
+    /// The unit direction of block `id`.
+    pub fn direction(&self, id: u32) -> [f64; 3] {
+        let mix = |x: u64| {
+            let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        };
+        let a = mix(self.seed ^ mix(u64::from(id)));
+        let b = mix(a);
+        // 53-bit uniforms in [0, 1).
+        let u = (a >> 11) as f64 / (1u64 << 53) as f64;
+        let v = (b >> 11) as f64 / (1u64 << 53) as f64;
+        // Archimedes: z uniform in [-1, 1] and the azimuth uniform give a uniform direction.
+        let z = 2.0 * u - 1.0;
+        let r = (1.0 - z * z).max(0.0).sqrt();
+        let phi = std::f64::consts::TAU * v;
+        [r * phi.cos(), r * phi.sin(), z]
+    }
 }
 
 impl Default for Config {
@@ -365,6 +407,7 @@ impl Default for Config {
             wall_times: true,
             initial_overlap_tolerance: 1e-3,
             friction: FrictionConfig::default(),
+            perturbation: None,
         }
     }
 }
@@ -399,6 +442,11 @@ impl Config {
                 "stop_at_rest: kinetic_fraction = {} must be in (0, 1) and hold = {} s finite and >= 0",
                 r.kinetic_fraction, r.hold
             ));
+        }
+        if let Some(p) = self.perturbation
+            && !(p.speed.is_finite() && p.speed > 0.0)
+        {
+            return bad(format!("perturbation: speed = {} m/s must be finite and > 0", p.speed));
         }
         if !(self.gravity.is_finite() && self.gravity >= 0.0) {
             return bad(format!("gravity = {} m/s² must be finite and >= 0", self.gravity));
@@ -511,6 +559,51 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The perturbation's directions are unit vectors, a function of (seed, id) alone,
+    /// and uniform on the sphere: over 6000 ids each component's mean is 0 and each
+    /// square's mean 1/3, within five standard errors (1/√(3n) and √(4/45n)).
+    #[test]
+    fn perturbation_directions_are_uniform_unit_vectors() {
+        let p = Perturbation { speed: 1.0, seed: 7 };
+        let n = 6000;
+        let (mut mean, mut sq) = ([0.0f64; 3], [0.0f64; 3]);
+        for id in 0..n {
+            let d = p.direction(id);
+            let norm = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
+            assert!((norm - 1.0).abs() < 1e-15, "id {id}: |d| = {norm}");
+            assert_eq!(d, p.direction(id), "id {id}: not a function of the id");
+            for k in 0..3 {
+                mean[k] += d[k] / n as f64;
+                sq[k] += d[k] * d[k] / n as f64;
+            }
+        }
+        let (se_mean, se_sq) = ((1.0 / (3.0 * n as f64)).sqrt(), (4.0 / (45.0 * n as f64)).sqrt());
+        for k in 0..3 {
+            assert!(mean[k].abs() < 5.0 * se_mean, "component {k}: mean {}", mean[k]);
+            assert!(
+                (sq[k] - 1.0 / 3.0).abs() < 5.0 * se_sq,
+                "component {k}: mean square {}",
+                sq[k]
+            );
+        }
+        // Another seed, other directions.
+        let q = Perturbation { seed: 8, ..p };
+        assert!((0..100).all(|id| p.direction(id) != q.direction(id)));
+        // A perturbation needs a positive speed.
+        let bad = Config {
+            perturbation: Some(Perturbation { speed: 0.0, seed: 1 }),
+            ..Config::default()
+        };
+        assert!(bad.validate().unwrap_err().to_string().contains("perturbation"));
+        let c: Config =
+            serde_json::from_str(r#"{"perturbation": {"speed": 0.001, "seed": 3}}"#).unwrap();
+        assert_eq!(c.perturbation, Some(Perturbation { speed: 0.001, seed: 3 }));
+        assert!(
+            serde_json::from_str::<Config>(r#"{"perturbation": {"sped": 0.001, "seed": 3}}"#)
+                .is_err()
+        );
+    }
 
     /// The site-file spellings of the enums deserialise (JSON has the same data model as TOML).
     #[test]

@@ -141,8 +141,18 @@ pub fn validate_blocks(blocks: &[Block]) -> Result<(), SimError> {
     Ok(())
 }
 
+/// Add `p.speed` to every active block's velocity, in the block's direction of `p`
+/// ([`crate::config::Perturbation::direction`]).
+pub fn perturb(blocks: &mut [Block], p: &crate::config::Perturbation) {
+    for b in blocks.iter_mut().filter(|b| b.active) {
+        let [x, y, z] = p.direction(b.id);
+        b.vel += nalgebra::Vector3::new(x, y, z) * p.speed;
+    }
+}
+
 impl Simulation {
     /// A simulation of `blocks` among `statics`; refuses bad input and initial overlaps.
+    /// With `config.perturbation`, the blocks' velocities are perturbed first.
     pub fn new(config: Config, blocks: Vec<Block>, statics: Statics) -> Result<Self, SimError> {
         config.validate()?;
         validate_blocks(&blocks)?;
@@ -169,6 +179,10 @@ impl Simulation {
             rotation: config.rotation,
             solver: config.solver.clone(),
         };
+        let mut blocks = blocks;
+        if let Some(p) = config.perturbation {
+            perturb(&mut blocks, &p);
+        }
         let mut sim = Simulation {
             config,
             params,

@@ -114,8 +114,23 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
         )
         .into());
     };
+    let replicated = match talus_calibrate::table::best_point(&talus_calibrate::table::points(
+        &c.rows,
+    )) {
+        Some(p) if ensemble.config.replicates > 1 => format!(
+            " (point {} over {} replicates: mean score {:.4}, deposit IoU {:.3} ± {:.3}, runout {:.0} ± {:.0} m)",
+            p.point,
+            p.rows.len(),
+            p.score.mean,
+            p.deposit_iou.mean,
+            p.deposit_iou.sd,
+            p.runout_simulated.mean,
+            p.runout_simulated.sd
+        ),
+        _ => String::new(),
+    };
     println!(
-        "calibration `{}`: best of {} members ({} ok) is member {}: {}. Table: {}; best configuration: {}; report: {}",
+        "calibration `{}`: best of {} members ({} ok) is member {}{replicated}: {}. Table: {}; best configuration: {}; report: {}",
         ensemble.site.name(),
         s.members,
         s.ok,
