@@ -50,9 +50,13 @@ pub struct Ensemble {
 /// (session 23: 286 s against 330 s for the same members).
 pub fn execution_order(config: &Config) -> Vec<usize> {
     let n = crate::member_count(config);
-    let reference: Vec<bool> = (0..n).map(|i| crate::member(config, i).reference).collect();
-    let first = (0..n).filter(|&i| reference[i]);
-    first.chain((0..n).filter(|&i| !reference[i])).collect()
+    // The reference's runs are the last point's.
+    let search = if config.reference.is_empty() {
+        n
+    } else {
+        crate::sample::search_count(config).saturating_mul(config.replicates).min(n)
+    };
+    (search..n).chain(0..search).collect()
 }
 
 /// A member's summary line.
