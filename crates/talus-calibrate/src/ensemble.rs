@@ -365,10 +365,12 @@ impl Ensemble {
         }
         let mut rows = Vec::with_capacity(n);
         let mut paths = Vec::with_capacity(n);
+        let members = crate::members(&self.config);
+        let missing: std::collections::BTreeSet<usize> = missing.into_iter().collect();
         for i in (0..n).filter(|i| !missing.contains(i)) {
             let path = self.row_path(i);
             let mut r = table::read(&path, &self.params)?;
-            let expected = crate::member(&self.config, i);
+            let expected = &members[i];
             if r.len() != 1
                 || r[0].member as usize != i
                 || r[0].point as usize != expected.point
@@ -387,8 +389,8 @@ impl Ensemble {
         let best = table::best(&rows);
         let best_site = match best {
             Some(b) => {
-                let m = crate::member(&self.config, rows[b].member as usize);
-                Some(crate::sample::apply(&self.site.raw, &self.params, &m, &self.base)?)
+                let m = &members[rows[b].member as usize];
+                Some(crate::sample::apply(&self.site.raw, &self.params, m, &self.base)?)
             }
             None => None,
         };

@@ -110,53 +110,85 @@ pub fn search_count(config: &Config) -> usize {
 
 /// Member `index` (which must be < [`member_count`]).
 pub fn member(config: &Config, index: usize) -> Member {
-    let replicates = config.replicates.max(1);
-    let (point, replicate) = (index / replicates, index % replicates);
-    let m = point_member(config, point);
-    Member { index, replicate, ..m }
+    Sampler::new(config).member(index)
 }
 
-/// Replicate 0 of `point`, with `index` = `point`.
-fn point_member(config: &Config, index: usize) -> Member {
-    let params = parameters(config);
-    let seed = member_seed(config.seed, index);
-    let point = index;
-    if !config.reference.is_empty() && index == search_count(config) {
-        let values = params.iter().map(|p| config.reference[&p.name]).collect();
-        return Member { index, point, replicate: 0, seed, values, reference: true };
-    }
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let values = match config.search {
-        Search::Grid => {
-            let levels: Vec<Vec<f64>> = params.iter().map(|p| p.spec.levels()).collect();
-            let mut rest = index;
-            let mut v = vec![0.0; levels.len()];
-            for d in (0..levels.len()).rev() {
-                let n = levels[d].len();
-                v[d] = levels[d][rest % n];
-                rest /= n;
-            }
-            v
-        }
-        Search::Random => params.iter().map(|p| p.spec.quantile(rng.random::<f64>())).collect(),
-        Search::LatinHypercube => {
-            let n = config.samples;
-            params
-                .iter()
-                .enumerate()
-                .map(|(d, p)| {
-                    let mut perm: Vec<usize> = (0..n).collect();
+/// What every member's values are drawn from, computed once: the parameters, a grid's
+/// levels and a Latin hypercube's permutations.
+struct Sampler<'a> {
+    config: &'a Config,
+    params: Vec<Parameter>,
+    levels: Vec<Vec<f64>>,
+    perms: Vec<Vec<usize>>,
+}
+
+impl<'a> Sampler<'a> {
+    fn new(config: &'a Config) -> Self {
+        let params = parameters(config);
+        let levels = match config.search {
+            Search::Grid => params.iter().map(|p| p.spec.levels()).collect(),
+            _ => Vec::new(),
+        };
+        let perms = match config.search {
+            Search::LatinHypercube => (0..params.len())
+                .map(|d| {
+                    let mut perm: Vec<usize> = (0..config.samples).collect();
                     let mut prng = ChaCha8Rng::seed_from_u64(splitmix64(
                         config.seed ^ splitmix64(!(d as u64)),
                     ));
                     perm.shuffle(&mut prng);
-                    let u: f64 = rng.random();
-                    p.spec.quantile((perm[index] as f64 + u) / n as f64)
+                    perm
                 })
-                .collect()
+                .collect(),
+            _ => Vec::new(),
+        };
+        Sampler { config, params, levels, perms }
+    }
+
+    fn member(&self, index: usize) -> Member {
+        let replicates = self.config.replicates.max(1);
+        let (point, replicate) = (index / replicates, index % replicates);
+        Member { index, replicate, ..self.point(point) }
+    }
+
+    /// Replicate 0 of `point`, with `index` = `point`.
+    fn point(&self, point: usize) -> Member {
+        let config = self.config;
+        let seed = member_seed(config.seed, point);
+        let index = point;
+        if !config.reference.is_empty() && point == search_count(config) {
+            let values = self.params.iter().map(|p| config.reference[&p.name]).collect();
+            return Member { index, point, replicate: 0, seed, values, reference: true };
         }
-    };
-    Member { index, point, replicate: 0, seed, values, reference: false }
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let values = match config.search {
+            Search::Grid => {
+                let mut rest = point;
+                let mut v = vec![0.0; self.levels.len()];
+                for d in (0..self.levels.len()).rev() {
+                    let n = self.levels[d].len();
+                    v[d] = self.levels[d][rest % n];
+                    rest /= n;
+                }
+                v
+            }
+            Search::Random => {
+                self.params.iter().map(|p| p.spec.quantile(rng.random::<f64>())).collect()
+            }
+            Search::LatinHypercube => {
+                let n = config.samples;
+                self.params
+                    .iter()
+                    .zip(&self.perms)
+                    .map(|(p, perm)| {
+                        let u: f64 = rng.random();
+                        p.spec.quantile((perm[point] as f64 + u) / n as f64)
+                    })
+                    .collect()
+            }
+        };
+        Member { index, point, replicate: 0, seed, values, reference: false }
+    }
 }
 
 /// A replicate's perturbation in its site file: `[run] perturbation = { speed, seed = r }`
@@ -175,7 +207,8 @@ pub fn perturb(site: &mut toml::Table, member: &Member, speed: f64) -> Result<()
 
 /// Every member, in order.
 pub fn members(config: &Config) -> Vec<Member> {
-    (0..member_count(config)).map(|i| member(config, i)).collect()
+    let sampler = Sampler::new(config);
+    (0..member_count(config)).map(|i| sampler.member(i)).collect()
 }
 
 /// The blocks of the site's `[seed]` table, which `block_scale` multiplies.
