@@ -207,6 +207,21 @@ fn replicates_rank_the_points_by_their_mean_score() {
     assert!(!best_toml.contains("perturbation"), "{best_toml}");
     let html = std::fs::read_to_string(d.path().join(rep).join("report.html")).unwrap();
     assert!(html.contains("id=\"replicates\""), "{html}");
+    // The best point's reach probability: the share of its two replicates whose blocks
+    // passed over each cell; no such file without replicates.
+    let (grid, fraction) =
+        talus_io::geotiff::read(&d.path().join(rep).join("hazard_reach_fraction_best.tif"))
+            .unwrap();
+    let mut expected = vec![0.0; fraction.len()];
+    for m in [2 * best, 2 * best + 1] {
+        let path = members.join(format!("{m:04}/compare/hazard_passes.tif"));
+        let (g, passes) = talus_io::geotiff::read(&path).unwrap();
+        assert_eq!(g, grid);
+        expected.iter_mut().zip(&passes).for_each(|(e, p)| *e += f64::from(*p > 0.0) / 2.0);
+    }
+    assert_eq!(fraction, expected);
+    assert!(fraction.contains(&1.0));
+    assert!(!d.path().join(OUT).join("hazard_reach_fraction_best.tif").exists());
 }
 
 #[test]

@@ -409,17 +409,42 @@ impl Ensemble {
         // The reach fraction is the search's; the reference is not one of its samples.
         let members: Vec<usize> =
             rows.iter().filter(|r| !r.reference).map(|r| r.member as usize).collect();
-        if let Some((k, written)) = self.reach_fraction(&members)? {
-            (ctx.log)(&format!("hazard reach fraction of {k} members: {}", written.display()));
+        let all = self.out.join(names::REACH_FRACTION_TIF);
+        if let Some(k) = self.reach_fraction(&members, &all)? {
+            (ctx.log)(&format!("hazard reach fraction of {k} members: {}", all.display()));
+        }
+        // The calibrated configuration's reach probability, over its replicates.
+        let best_runs = self.out.join(names::REACH_FRACTION_BEST_TIF);
+        match best {
+            Some(b) if self.config.replicates > 1 => {
+                let point = rows[b].point;
+                let runs: Vec<usize> =
+                    rows.iter().filter(|r| r.point == point).map(|r| r.member as usize).collect();
+                if let Some(k) = self.reach_fraction(&runs, &best_runs)? {
+                    (ctx.log)(&format!(
+                        "hazard reach fraction of the best point's {k} replicates: {}",
+                        best_runs.display()
+                    ));
+                }
+            }
+            // A file of an earlier collection with replicates is not this one's.
+            _ => {
+                if best_runs.is_file() {
+                    std::fs::remove_file(&best_runs).map_err(|e| Error::Output {
+                        path: best_runs.clone(),
+                        message: e.to_string(),
+                    })?;
+                }
+            }
         }
         Ok(Collected { rows, best, summary })
     }
 
     /// The fraction of `members` whose blocks passed over each cell, from their
     /// `compare/hazard_passes.tif` (members without one, e.g. failed runs, are left out),
-    /// written as `hazard_reach_fraction.tif`; `None` when no member has one. Returns the
-    /// number of members counted and the file.
-    fn reach_fraction(&self, members: &[usize]) -> Result<Option<(usize, PathBuf)>, Error> {
+    /// written to `path`; `None` when no member has one. Returns the number of members
+    /// counted.
+    fn reach_fraction(&self, members: &[usize], path: &Path) -> Result<Option<usize>, Error> {
         use talus_schema::file_names::compare::HAZARD_PASSES_TIF;
         let mut sum: Option<(talus_io::geotiff::GridSpec, Vec<f64>)> = None;
         let mut counted = 0;
@@ -453,9 +478,8 @@ impl Ensemble {
         }
         let Some((grid, mut fraction)) = sum else { return Ok(None) };
         fraction.iter_mut().for_each(|f| *f /= counted as f64);
-        let path = self.out.join(names::REACH_FRACTION_TIF);
-        talus_io::geotiff::write(&path, &grid, &fraction, crs.as_ref())?;
-        Ok(Some((counted, path)))
+        talus_io::geotiff::write(path, &grid, &fraction, crs.as_ref())?;
+        Ok(Some(counted))
     }
 }
 

@@ -153,6 +153,9 @@ pub mod calibrate {
     /// Fraction of the members whose blocks reached each cell (GeoTIFF, 0-1; from the
     /// members' `compare/hazard_passes.tif`).
     pub const REACH_FRACTION_TIF: &str = "hazard_reach_fraction.tif";
+    /// With `replicates` > 1: the fraction of the best point's replicates whose blocks
+    /// reached each cell (GeoTIFF, 0-1), the calibrated configuration's reach probability.
+    pub const REACH_FRACTION_BEST_TIF: &str = "hazard_reach_fraction_best.tif";
 }
 
 /// The pipeline's record of what ran (JSON), in a run directory.
