@@ -43,8 +43,8 @@ pub struct Ensemble {
 }
 
 /// The order in which [`Ensemble::run_members`] starts the members: the uncalibrated
-/// reference (the last member, or the last `replicates`, when there is one) first, then the search's members in
-/// their order. The reference's textbook values lie outside the search's ranges, and on the
+/// reference (the last member, or the last `replicates` members, when there is one) first,
+/// then the search's members in their order. The reference's textbook values lie outside the search's ranges, and on the
 /// default site it was the slowest member in each of three calibrations (98–195 s against
 /// 51–98 s for the others), so starting it last left a core idle for most of its run
 /// (session 23: 286 s against 330 s for the same members).
@@ -365,12 +365,12 @@ impl Ensemble {
         }
         let mut rows = Vec::with_capacity(n);
         let mut paths = Vec::with_capacity(n);
-        let members = crate::members(&self.config);
+        let expected_members = crate::members(&self.config);
         let missing: std::collections::BTreeSet<usize> = missing.into_iter().collect();
         for i in (0..n).filter(|i| !missing.contains(i)) {
             let path = self.row_path(i);
             let mut r = table::read(&path, &self.params)?;
-            let expected = &members[i];
+            let expected = &expected_members[i];
             if r.len() != 1
                 || r[0].member as usize != i
                 || r[0].point as usize != expected.point
@@ -389,7 +389,7 @@ impl Ensemble {
         let best = table::best(&rows);
         let best_site = match best {
             Some(b) => {
-                let m = &members[rows[b].member as usize];
+                let m = &expected_members[rows[b].member as usize];
                 Some(crate::sample::apply(&self.site.raw, &self.params, m, &self.base)?)
             }
             None => None,

@@ -196,9 +196,11 @@ fn render(c: &Collection, best: Option<usize>, best_text: Option<&str>, png: &[u
             {
                 let _ = writeln!(
                     h,
-                    "<p>The best point ({}) over its {} replicates, of which this member is the unperturbed run: score {} &middot; deposit IoU {} &middot; runout {} m &middot; thickness RMSE {} m (mean &plusmn; sample standard deviation).</p>",
+                    "<p>The best point ({}) over its {} replicates, of which this member is replicate {}{}: score {} &middot; deposit IoU {} &middot; runout {} m &middot; thickness RMSE {} m (mean &plusmn; sample standard deviation).</p>",
                     p.point,
                     p.rows.len(),
+                    r.replicate,
+                    if r.replicate == 0 { " (unperturbed)" } else { "" },
                     spread(p.score),
                     spread(p.deposit_iou),
                     spread(p.runout_simulated),
