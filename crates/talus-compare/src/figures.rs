@@ -10,6 +10,8 @@
 //!   the same in a section along the flow (from the scar's crown towards the deposit, or
 //!   along the blocks' mean displacement without a survey), with the pre- and post-event
 //!   ground profiles under the paths.
+//! * `deposit_along_flow.png`: the deposit's volume per metre along the flow, surveyed
+//!   and simulated (and per size class), binned at twice the survey's cell (survey only).
 //!
 //! PNGs are drawn into a temporary file beside the destination and renamed into place.
 
@@ -538,6 +540,148 @@ fn energy_panels(
     })?)
 }
 
+/// Volume per metre along the flow: each (distance, volume) falls in the bin of width
+/// `width` that holds it, the first bin starting at `start`; bins outside `0..n` are
+/// dropped. Returns the `n` bins' volumes divided by `width` (m³/m), so their integral
+/// (sum × width) is the volume that fell inside.
+pub fn along_profile(
+    points: impl Iterator<Item = (f64, f64)>,
+    start: f64,
+    width: f64,
+    n: usize,
+) -> Vec<f64> {
+    let mut bins = vec![0.0; n];
+    for (d, v) in points {
+        let k = ((d - start) / width).floor();
+        if k >= 0.0 && (k as usize) < n {
+            bins[k as usize] += v;
+        }
+    }
+    bins.iter_mut().for_each(|b| *b /= width);
+    bins
+}
+
+/// The deposit's volume along the flow: surveyed (the deposit cells' thickness × area),
+/// simulated (the bulked thickness map's cells) and, with two size classes or more, each
+/// class's deposited blocks (bulked volume at their centres).
+fn along_flow_figure(
+    config: &Config,
+    data: &Data,
+    map: &ThicknessMap,
+    section: &Section,
+    path: &Path,
+) -> Result<(), Error> {
+    let g = &map.grid;
+    let area = g.cell_area();
+    let cells = |values: &'_ [f64]| -> Vec<(f64, f64)> {
+        let mut v = Vec::new();
+        for r in 0..g.ny {
+            for c in 0..g.nx {
+                let t = values[g.index(r, c)];
+                if t > 0.0 && t.is_finite() {
+                    let (x, y) = g.centre(r, c);
+                    v.push((section.along(x, y), t * area));
+                }
+            }
+        }
+        v
+    };
+    let surveyed = cells(&map.surveyed);
+    let simulated = cells(&map.simulated);
+    let fin = &data.final_blocks;
+    let mut classes: Vec<u32> = fin.class.clone();
+    classes.sort_unstable();
+    classes.dedup();
+    let per_class: Vec<(u32, Vec<(f64, f64)>)> = if classes.len() < 2 {
+        Vec::new()
+    } else {
+        classes
+            .iter()
+            .map(|&k| {
+                let pts = (0..fin.len())
+                    .filter(|&i| fin.class[i] == k && map.deposited[i])
+                    .map(|i| {
+                        (section.along(fin.x[i], fin.y[i]), fin.volume(i) * config.bulking_factor)
+                    })
+                    .collect();
+                (k, pts)
+            })
+            .collect()
+    };
+    let all = surveyed.iter().chain(&simulated).chain(per_class.iter().flat_map(|(_, p)| p));
+    let (lo, hi) =
+        all.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), (d, _)| (a.min(*d), b.max(*d)));
+    let width = 2.0 * g.cell;
+    let (start, n) = if lo.is_finite() {
+        let start = (lo / width).floor() * width;
+        (start, (((hi - start) / width).floor() as usize + 1).max(1))
+    } else {
+        (0.0, 1)
+    };
+    let profile = |pts: &[(f64, f64)]| along_profile(pts.iter().copied(), start, width, n);
+    let mut series: Vec<(String, Vec<f64>, RGBColor, u32)> = vec![
+        ("surveyed deposit".into(), profile(&surveyed), RGBColor(20, 20, 20), 3),
+        ("simulated deposit (bulked)".into(), profile(&simulated), RGBColor(31, 119, 180), 3),
+    ];
+    const CLASS_COLOURS: [RGBColor; 4] = [
+        RGBColor(214, 39, 40),
+        RGBColor(44, 160, 44),
+        RGBColor(255, 127, 14),
+        RGBColor(148, 103, 189),
+    ];
+    for (j, (k, pts)) in per_class.iter().enumerate() {
+        series.push((
+            format!("simulated, size class {k} (blocks' centres)"),
+            profile(pts),
+            CLASS_COLOURS[j % CLASS_COLOURS.len()],
+            1,
+        ));
+    }
+    let top = series.iter().flat_map(|s| s.1.iter().copied()).fold(0.0f64, f64::max);
+    let top = if top > 0.0 { top * 1.08 } else { 1.0 };
+    let x0 = start;
+    let x1 = start + width * n as f64;
+    let size = (config.figure_width, config.figure_height);
+    Ok(draw_png(path, size, |root| {
+        let mut chart = tryp!(
+            ChartBuilder::on(root)
+                .caption("Deposit volume along the flow", (FONT, 26))
+                .margin(12)
+                .margin_right(28)
+                .x_label_area_size(50)
+                .y_label_area_size(90)
+                .build_cartesian_2d(x0..x1, 0.0..top)
+        );
+        tryp!(
+            chart
+                .configure_mesh()
+                .x_desc(section.label)
+                .y_desc(format!(
+                    "volume per metre along the flow (m³/m), bins of {} m",
+                    short(width)
+                ))
+                .y_label_formatter(&|v| short(*v))
+                .light_line_style(RGBColor(235, 235, 235))
+                .label_style((FONT, 14))
+                .axis_desc_style((FONT, 16))
+                .draw()
+        );
+        for (label, values, colour, w) in &series {
+            let pts: Vec<(f64, f64)> = values
+                .iter()
+                .enumerate()
+                .map(|(k, v)| (start + (k as f64 + 0.5) * width, *v))
+                .collect();
+            let style = colour.stroke_width(*w);
+            let colour = *colour;
+            tryp!(chart.draw_series(LineSeries::new(pts, style))).label(label.as_str()).legend(
+                move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(3)),
+            );
+        }
+        legend(&mut chart, SeriesLabelPosition::UpperRight)
+    })?)
+}
+
 /// A ground profile of the section figure: points (distance, elevation), colour, label.
 type Profile = (Vec<(f64, f64)>, RGBColor, &'static str);
 
@@ -757,6 +901,12 @@ pub fn draw_all(
             "Deposit thickness, same colour scale: left the surveyed thickness (positive dz in the deposit zones), right the block volumes spread over their footprints (with the bulking factor), dots the deposited blocks' centres. Outline: the surveyed deposit (magenta) and the scar (black); pale red: the scar's cells; grey: no data. North up (arrow lower right); scale bar lower left. Thesis Fig. 6.33, made quantitative.",
         );
         deposit_figure(config, s, m, data, &p)?;
+        let p = add(
+            "deposit_along_flow.png",
+            "Deposit volume along the flow",
+            "Volume per metre of distance along the flow (from the scar's crown towards the surveyed deposit, as the section figure), in bins of twice the survey's cell: the surveyed deposit (positive dz in the deposit zones × cell area), the simulated one (the bulked thickness map of the deposited blocks) and, with size classes, each class's deposited blocks at their centres. Where the curves part is where the simulated volume lies too early or too far along the path.",
+        );
+        along_flow_figure(config, data, m, section, &p)?;
     }
     let e = &data.energies;
     let p = add(
@@ -835,6 +985,30 @@ pub fn draw_all(
         hazard_figure(config, data, h, ("Blocks passed", "blocks per cell"), &passes, &p)?;
     }
     Ok(figs)
+}
+
+#[cfg(test)]
+mod along_tests {
+    use super::along_profile;
+
+    /// Each volume lands in the bin holding its distance (bins closed on the left), the
+    /// bins hold volume per metre, their integral is the volume inside, and volumes
+    /// outside the bins are dropped.
+    #[test]
+    fn the_profile_bins_volume_per_metre() {
+        let pts =
+            [(0.0, 10.0), (9.999, 5.0), (10.0, 7.0), (25.0, 4.0), (-0.1, 100.0), (30.0, 100.0)];
+        let b = along_profile(pts.into_iter(), 0.0, 10.0, 3);
+        assert_eq!(b, vec![1.5, 0.7, 0.4]);
+        let integral: f64 = b.iter().map(|v| v * 10.0).sum();
+        assert!((integral - 26.0).abs() < 1e-12);
+        // A shifted start moves the edges.
+        assert_eq!(along_profile([(12.0, 6.0)].into_iter(), 5.0, 2.0, 10), {
+            let mut v = vec![0.0; 10];
+            v[3] = 3.0;
+            v
+        });
+    }
 }
 
 #[cfg(test)]

@@ -477,6 +477,7 @@ fn outputs_exist_and_report_lists_every_metric() {
     for f in [
         "dod",
         "deposit",
+        "deposit_along_flow",
         "energy_kinetic",
         "energy_dissipation",
         "trajectories",
