@@ -8,6 +8,10 @@
 //! Each member writes its row as a one-row Parquet file with the schema of the whole
 //! table ([`schema`]); `collect` concatenates them in member order. A full run and the
 //! same members run one per process and collected give the same bytes.
+//!
+//! With replicates, [`points`] gathers each point's rows (mean and sample standard
+//! deviation of the score and the deposit metrics) and [`best_point`] ranks the points by
+//! their mean score.
 
 use crate::Error;
 use crate::config::Weights;
