@@ -132,6 +132,16 @@ pub const DEPOSIT_METRICS: &[(&str, &str, &str)] = &[
     ("lateral_spread_simulated", "m", "width of the simulated deposit across the flow direction"),
     ("lateral_spread_surveyed", "m", "width of the surveyed deposit across the flow direction"),
     (
+        "volume_median_along_flow_simulated",
+        "m",
+        "distance along the flow from the crown of the scar within which half the simulated deposit's volume lies (the cells' volume-weighted median)",
+    ),
+    (
+        "volume_median_along_flow_surveyed",
+        "m",
+        "distance along the flow from the crown of the scar within which half the surveyed deposit's volume lies (the cells' volume-weighted median)",
+    ),
+    (
         "volume_fraction_in_scar",
         "1",
         "fraction of the seeded volume whose blocks ended with their centre in the scar",
@@ -276,6 +286,24 @@ fn flow(data: &Data, agg: &Aggregates) -> Option<Flow> {
     })
 }
 
+/// The volume-weighted median of (value, weight) pairs: the smallest value at which the
+/// cumulative weight, in increasing value, reaches half the total (`None` without weight).
+fn weighted_median(v: &mut [(f64, f64)]) -> Option<f64> {
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let total: f64 = v.iter().map(|p| p.1).sum();
+    if total.is_nan() || total <= 0.0 {
+        return None;
+    }
+    let mut cum = 0.0;
+    for &(x, w) in v.iter() {
+        cum += w;
+        if cum >= 0.5 * total {
+            return Some(x);
+        }
+    }
+    v.last().map(|p| p.0)
+}
+
 /// Flow geometry of a run with survey (for the figures).
 pub fn flow_of(data: &Data, map: &ThicknessMap) -> Option<Flow> {
     aggregates(map).ok().and_then(|a| flow(data, &a))
@@ -328,7 +356,9 @@ pub fn compute(
                 mut hl_o,
                 mut lat_s,
                 mut lat_o,
-            ) = (None, None, None, None, None, None, None, None);
+                mut med_s,
+                mut med_o,
+            ) = (None, None, None, None, None, None, None, None, None, None);
             if let (Some(f), Some(s)) = (fl, data.survey.as_ref()) {
                 let c = f.crown;
                 let along = |x: f64, y: f64| (x - c[0]) * f.dir[0] + (y - c[1]) * f.dir[1];
@@ -361,9 +391,17 @@ pub fn compute(
                 let cells = frame.column("cell")?.i64()?;
                 let in_s = frame.column("in_simulated")?.bool()?;
                 let in_o = frame.column("in_surveyed")?.bool()?;
+                let h = frame.column("thickness_simulated")?.f64()?;
+                let d = frame.column("thickness_surveyed")?.f64()?;
+                let (mut vol_s, mut vol_o) = (Vec::new(), Vec::new());
                 for i in 0..frame.height() {
                     let (x, y) = (xs.get(i).unwrap_or(f64::NAN), ys.get(i).unwrap_or(f64::NAN));
                     let t = across(x, y);
+                    for (w, v) in [(h.get(i), &mut vol_s), (d.get(i), &mut vol_o)] {
+                        if let Some(w) = w.filter(|w| *w > 0.0) {
+                            v.push((along(x, y), w));
+                        }
+                    }
                     if in_s.get(i) == Some(true) {
                         lo_s = lo_s.min(t);
                         hi_s = hi_s.max(t);
@@ -385,6 +423,8 @@ pub fn compute(
                 }
                 lat_s = (hi_s >= lo_s).then_some(hi_s - lo_s + g.cell);
                 lat_o = (hi_o >= lo_o).then_some(hi_o - lo_o + g.cell);
+                med_s = weighted_median(&mut vol_s);
+                med_o = weighted_median(&mut vol_o);
             }
             let scar_loss = data.survey.as_ref().map_or(0.0, |s| {
                 let a = s.grid.cell * s.grid.cell;
@@ -394,7 +434,7 @@ pub fn compute(
                     .sum()
             });
             let hl_sch = (scar_loss > 0.0).then(|| scheidegger_h_over_l(scar_loss));
-            v.extend([run_s, run_o, ta_s, ta_o, hl_s, hl_o, hl_sch, lat_s, lat_o]);
+            v.extend([run_s, run_o, ta_s, ta_o, hl_s, hl_o, hl_sch, lat_s, lat_o, med_s, med_o]);
             let scar_vol: f64 =
                 (0..fb.len()).filter(|&i| map.in_scar[i]).map(|i| fb.volume(i)).sum();
             v.push((seeded > 0.0).then(|| scar_vol / seeded));
@@ -402,6 +442,12 @@ pub fn compute(
             for ((name, unit, desc), value) in DEPOSIT_METRICS.iter().zip(v) {
                 let why = if *name == "h_over_l_scheidegger" {
                     "not applicable: the survey has no scar volume"
+                } else if name.contains("along_flow") {
+                    if fl.is_none() {
+                        no_flow
+                    } else {
+                        "not applicable: empty simulated or surveyed deposit"
+                    }
                 } else if name.contains("runout")
                     || name.contains("travel")
                     || name.contains("h_over_l")
@@ -604,5 +650,22 @@ mod scheidegger_tests {
         assert!((scheidegger_h_over_l(8e5) - 0.50051).abs() < 1e-5);
         assert!((scheidegger_h_over_l(1e6) - 10f64.powf(0.62419 - 0.15666 * 6.0)).abs() < 1e-12);
         assert!(scheidegger_h_over_l(1e7) < scheidegger_h_over_l(1e6));
+    }
+}
+
+#[cfg(test)]
+mod median_tests {
+    use super::weighted_median;
+
+    /// The weighted median is the value where the cumulative weight reaches half, not the
+    /// weighted mean: a far outlier does not move it.
+    #[test]
+    fn the_weighted_median_is_where_half_the_weight_lies() {
+        assert_eq!(weighted_median(&mut [(10.0, 1.0), (1.0, 1.0), (2.0, 1.0)]), Some(2.0));
+        assert_eq!(weighted_median(&mut [(1.0, 3.0), (2.0, 1.0), (100.0, 1.0)]), Some(1.0));
+        // Exactly half at the first value: that value.
+        assert_eq!(weighted_median(&mut [(5.0, 2.0), (7.0, 2.0)]), Some(5.0));
+        assert_eq!(weighted_median(&mut []), None);
+        assert_eq!(weighted_median(&mut [(3.0, 0.0)]), None);
     }
 }

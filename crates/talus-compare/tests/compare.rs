@@ -348,6 +348,10 @@ fn perfect_match_has_unit_iou_and_zero_error() {
         ("deposit_volume_surveyed", 100.0),
         ("lateral_spread_simulated", 10.0),
         ("lateral_spread_surveyed", 10.0),
+        // Five equal rows of deposit at 25-29 m along the flow: half the volume within the
+        // third.
+        ("volume_median_along_flow_simulated", 34.5 - 7.5),
+        ("volume_median_along_flow_surveyed", 34.5 - 7.5),
         // Crown: first highest scar cell (row 34, col 10) at (10.5, 34.5, 134); flow due south.
         ("runout_surveyed", 34.5 - 5.5),
         ("runout_simulated", 34.5 - 7.5),
@@ -403,6 +407,8 @@ fn shifted_deposit_matches_closed_forms() {
         ("centroid_offset", 5.0),
         ("centroid_azimuth", 90.0),
         ("lateral_spread_simulated", 10.0),
+        // Shifted across the flow: the same median along it.
+        ("volume_median_along_flow_simulated", 34.5 - 7.5),
     ] {
         let (v, ok) = metric(&out, name);
         assert!(ok && close(v, want), "{name}: {v}, want {want}");
