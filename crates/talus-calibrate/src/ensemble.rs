@@ -80,6 +80,8 @@ pub struct Collected {
     pub rows: Vec<Row>,
     /// Index into `rows` of the best member.
     pub best: Option<usize>,
+    /// Its point over its replicates.
+    pub best_point: Option<table::Point>,
     pub summary: crate::report::Summary,
 }
 
@@ -386,7 +388,9 @@ impl Ensemble {
             rows.push(r.remove(0));
             paths.push(path);
         }
-        let best = table::best(&rows);
+        let points = table::points(&rows);
+        let best_point = table::best_point(&points);
+        let best = best_point.map(|p| p.rows[0]);
         let best_site = match best {
             Some(b) => {
                 let m = &expected_members[rows[b].member as usize];
@@ -401,6 +405,8 @@ impl Ensemble {
             config: &self.config,
             params: &self.params,
             rows: &rows,
+            points: &points,
+            best_point,
             best_site: best_site.as_ref(),
             best_report,
         };
@@ -415,11 +421,9 @@ impl Ensemble {
         }
         // The calibrated configuration's reach probability, over its replicates.
         let best_runs = self.out.join(names::REACH_FRACTION_BEST_TIF);
-        match best {
-            Some(b) if self.config.replicates > 1 => {
-                let point = rows[b].point;
-                let runs: Vec<usize> =
-                    rows.iter().filter(|r| r.point == point).map(|r| r.member as usize).collect();
+        match best_point {
+            Some(p) if self.config.replicates > 1 => {
+                let runs: Vec<usize> = p.rows.iter().map(|&i| rows[i].member as usize).collect();
                 if let Some(k) = self.reach_fraction(&runs, &best_runs)? {
                     (ctx.log)(&format!(
                         "hazard reach fraction of the best point's {k} replicates: {}",
@@ -437,7 +441,8 @@ impl Ensemble {
                 }
             }
         }
-        Ok(Collected { rows, best, summary })
+        let best_point = best_point.cloned();
+        Ok(Collected { rows, best, best_point, summary })
     }
 
     /// The fraction of `members` whose blocks passed over each cell, from their

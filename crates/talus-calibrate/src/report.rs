@@ -19,6 +19,10 @@ pub struct Collection<'a> {
     pub params: &'a [Parameter],
     /// One row per member, in member order.
     pub rows: &'a [Row],
+    /// The rows gathered by point ([`table::points`]).
+    pub points: &'a [table::Point],
+    /// The best of them ([`table::best_point`]); its first row is the best member.
+    pub best_point: Option<&'a table::Point>,
     /// The best member's site file (its `[run]`, and `[seed]` when a seed option varies,
     /// go into `best.toml`).
     pub best_site: Option<&'a toml::Table>,
@@ -64,17 +68,14 @@ pub fn best_toml(c: &Collection, best: &Row, site: &toml::Table) -> String {
         let _ = writeln!(s, "#   {} = {v} ({})", p.name, p.key);
     }
     if c.config.replicates > 1
-        && let Some(p) = table::best_point(&table::points(c.rows))
+        && let Some(p) = c.best_point
     {
         let _ = writeln!(
             s,
-            "# Its point ({}) over {} replicates: score {}, deposit IoU {}, runout {} m, thickness RMSE {} m (mean ± sample sd).",
+            "# Its point ({}) over {} replicates: {} (mean ± sample sd).",
             p.point,
             p.rows.len(),
-            spread(p.score),
-            spread(p.deposit_iou),
-            spread(p.runout_simulated),
-            spread(p.thickness_rmse),
+            point_figures(p, ", "),
         );
     }
     s.push_str("# Replace the site file's tables below with these.\n\n");
@@ -92,7 +93,7 @@ pub fn write(
 ) -> Result<Summary, Error> {
     let runs = dir.join(names::RUNS);
     table::write(&runs, c.params, c.rows, prov)?;
-    let best = table::best(c.rows);
+    let best = c.best_point.map(|p| p.rows[0]);
     let best_path = dir.join("best.toml");
     let best_text = match (best, c.best_site) {
         (Some(b), Some(site)) => {
@@ -192,19 +193,16 @@ fn render(c: &Collection, best: Option<usize>, best_text: Option<&str>, png: &[u
                 escape(text)
             );
             if c.config.replicates > 1
-                && let Some(p) = table::best_point(&table::points(c.rows))
+                && let Some(p) = c.best_point
             {
                 let _ = writeln!(
                     h,
-                    "<p>The best point ({}) over its {} replicates, of which this member is replicate {}{}: score {} &middot; deposit IoU {} &middot; runout {} m &middot; thickness RMSE {} m (mean &plusmn; sample standard deviation).</p>",
+                    "<p>The best point ({}) over its {} replicates, of which this member is replicate {}{}: {} (mean &plusmn; sample standard deviation).</p>",
                     p.point,
                     p.rows.len(),
                     r.replicate,
                     if r.replicate == 0 { " (unperturbed)" } else { "" },
-                    spread(p.score),
-                    spread(p.deposit_iou),
-                    spread(p.runout_simulated),
-                    spread(p.thickness_rmse)
+                    point_figures(p, " &middot; ")
                 );
             }
         }
@@ -280,6 +278,18 @@ fn render(c: &Collection, best: Option<usize>, best_text: Option<&str>, png: &[u
     h
 }
 
+/// A point's score, deposit IoU, runout and thickness RMSE over its replicates, joined
+/// by `sep`.
+fn point_figures(p: &table::Point, sep: &str) -> String {
+    format!(
+        "score {}{sep}deposit IoU {}{sep}runout {} m{sep}thickness RMSE {} m",
+        spread(p.score),
+        spread(p.deposit_iou),
+        spread(p.runout_simulated),
+        spread(p.thickness_rmse)
+    )
+}
+
 /// "mean ± sd" (the sd left out when undefined).
 fn spread(x: table::Spread) -> String {
     if x.sd.is_finite() {
@@ -307,13 +317,13 @@ fn replicates(c: &Collection, best: Option<usize>) -> String {
         let _ = write!(h, "<th>{}</th>", escape(&p.name));
     }
     h.push_str("<th>runs ok</th><th>score</th><th>deposit IoU</th><th>runout (m)</th><th>thickness RMSE (m)</th><th>volume overlap</th></tr>\n");
-    let mut pts = table::points(c.rows);
+    let mut pts: Vec<&table::Point> = c.points.iter().collect();
     pts.sort_by(|a, b| {
         let key =
             |p: &table::Point| if p.score.mean.is_finite() { p.score.mean } else { f64::INFINITY };
         key(a).total_cmp(&key(b)).then(a.point.cmp(&b.point))
     });
-    for p in &pts {
+    for p in pts {
         let first = &c.rows[p.rows[0]];
         let class = if best.is_some_and(|b| p.rows.contains(&b)) {
             " class=\"best\""
@@ -420,7 +430,16 @@ mod tests {
 
     /// A collection of `rows` with no parameter and no best site.
     fn collection<'a>(config: &'a Config, rows: &'a [Row]) -> Collection<'a> {
-        Collection { site: "s", config, params: &[], rows, best_site: None, best_report: None }
+        Collection {
+            site: "s",
+            config,
+            params: &[],
+            rows,
+            points: &[],
+            best_point: None,
+            best_site: None,
+            best_report: None,
+        }
     }
 
     /// The travel-angle section sets the survey's, Scheidegger's (atan of its H/L), the best

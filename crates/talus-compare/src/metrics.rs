@@ -396,10 +396,10 @@ pub fn compute(
                 let (mut vol_s, mut vol_o) = (Vec::new(), Vec::new());
                 for i in 0..frame.height() {
                     let (x, y) = (xs.get(i).unwrap_or(f64::NAN), ys.get(i).unwrap_or(f64::NAN));
-                    let t = across(x, y);
+                    let (t, l) = (across(x, y), along(x, y));
                     for (w, v) in [(h.get(i), &mut vol_s), (d.get(i), &mut vol_o)] {
                         if let Some(w) = w.filter(|w| *w > 0.0) {
-                            v.push((along(x, y), w));
+                            v.push((l, w));
                         }
                     }
                     if in_s.get(i) == Some(true) {
@@ -409,7 +409,6 @@ pub fn compute(
                     if in_o.get(i) == Some(true) {
                         lo_o = lo_o.min(t);
                         hi_o = hi_o.max(t);
-                        let l = along(x, y);
                         if best.is_none_or(|b| l > b.0) {
                             let k = cells.get(i).unwrap_or(0) as usize;
                             best = Some((l, c[2] - s.z_post[k]));

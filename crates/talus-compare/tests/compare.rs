@@ -302,6 +302,14 @@ fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * (1.0 + b.abs())
 }
 
+/// Each named metric is applicable and equals its expected value (to [`close`]).
+fn assert_metrics(out: &Path, expected: &[(&str, f64)]) {
+    for &(name, want) in expected {
+        let (v, ok) = metric(out, name);
+        assert!(ok && close(v, want), "{name}: {v} (applicable {ok}), want {want}");
+    }
+}
+
 fn run_case(shift: f64, blocks: bool) -> tempfile::TempDir {
     run_case_bulked(shift, blocks, Config::default().bulking_factor)
 }
@@ -335,47 +343,47 @@ fn run_case_bulked(shift: f64, blocks: bool, bulking_factor: f64) -> tempfile::T
 fn perfect_match_has_unit_iou_and_zero_error() {
     let tmp = run_case(0.0, true);
     let out = tmp.path().join("out");
-    for (name, want) in [
-        ("deposit_iou", 1.0),
-        ("volume_overlap", 1.0),
-        ("thickness_rmse", 0.0),
-        ("thickness_bias", 0.0),
-        ("thickness_rmse_volume_matched", 0.0),
-        ("centroid_offset", 0.0),
-        ("deposit_area_simulated", 50.0),
-        ("deposit_area_surveyed", 50.0),
-        ("deposit_volume_simulated", 100.0),
-        ("deposit_volume_surveyed", 100.0),
-        ("lateral_spread_simulated", 10.0),
-        ("lateral_spread_surveyed", 10.0),
-        // Five equal rows of deposit at 25-29 m along the flow: half the volume within the
-        // third.
-        ("volume_median_along_flow_simulated", 34.5 - 7.5),
-        ("volume_median_along_flow_surveyed", 34.5 - 7.5),
-        // Crown: first highest scar cell (row 34, col 10) at (10.5, 34.5, 134); flow due south.
-        ("runout_surveyed", 34.5 - 5.5),
-        ("runout_simulated", 34.5 - 7.5),
-        ("h_over_l_surveyed", 124.0 / 29.0),
-        ("h_over_l_simulated", 124.0 / 27.0),
-        ("travel_angle_surveyed", (124.0f64 / 29.0).atan().to_degrees()),
-        ("volume_fraction_in_scar", 1.0 / 12.0),
-        ("volume_fraction_left_domain", 1.0 / 12.0),
-        ("seeded_volume", 12.0 * BLOCK_VOLUME),
-        ("volume_off_grid", 0.0),
-        ("blocks", 12.0),
-        ("steps", 101.0),
-        ("steps_with_fallback", 1.0),
-        ("max_penetration", 0.02),
-        ("max_contacts", 7.0),
-        ("kinetic_energy_peak", 250.0),
-        ("kinetic_energy_peak_time", 5.0),
-        ("speed_max", 5.0),
-        ("dissipated_total", 500.0),
-        ("potential_energy_drop", 500.0),
-    ] {
-        let (v, ok) = metric(&out, name);
-        assert!(ok && close(v, want), "{name}: {v} (applicable {ok}), want {want}");
-    }
+    assert_metrics(
+        &out,
+        &[
+            ("deposit_iou", 1.0),
+            ("volume_overlap", 1.0),
+            ("thickness_rmse", 0.0),
+            ("thickness_bias", 0.0),
+            ("thickness_rmse_volume_matched", 0.0),
+            ("centroid_offset", 0.0),
+            ("deposit_area_simulated", 50.0),
+            ("deposit_area_surveyed", 50.0),
+            ("deposit_volume_simulated", 100.0),
+            ("deposit_volume_surveyed", 100.0),
+            ("lateral_spread_simulated", 10.0),
+            ("lateral_spread_surveyed", 10.0),
+            // Five equal rows of deposit at 25-29 m along the flow: half the volume within the
+            // third.
+            ("volume_median_along_flow_simulated", 34.5 - 7.5),
+            ("volume_median_along_flow_surveyed", 34.5 - 7.5),
+            // Crown: first highest scar cell (row 34, col 10) at (10.5, 34.5, 134); flow due south.
+            ("runout_surveyed", 34.5 - 5.5),
+            ("runout_simulated", 34.5 - 7.5),
+            ("h_over_l_surveyed", 124.0 / 29.0),
+            ("h_over_l_simulated", 124.0 / 27.0),
+            ("travel_angle_surveyed", (124.0f64 / 29.0).atan().to_degrees()),
+            ("volume_fraction_in_scar", 1.0 / 12.0),
+            ("volume_fraction_left_domain", 1.0 / 12.0),
+            ("seeded_volume", 12.0 * BLOCK_VOLUME),
+            ("volume_off_grid", 0.0),
+            ("blocks", 12.0),
+            ("steps", 101.0),
+            ("steps_with_fallback", 1.0),
+            ("max_penetration", 0.02),
+            ("max_contacts", 7.0),
+            ("kinetic_energy_peak", 250.0),
+            ("kinetic_energy_peak_time", 5.0),
+            ("speed_max", 5.0),
+            ("dissipated_total", 500.0),
+            ("potential_energy_drop", 500.0),
+        ],
+    );
     let (e, _) = metric(&out, "energy_balance_residual");
     assert!(e < 1e-12, "{e}");
     // Thickness table: 50 deposit cells (simulated = surveyed = 2 m) + 50 scar cells.
@@ -397,22 +405,22 @@ fn perfect_match_has_unit_iou_and_zero_error() {
 fn shifted_deposit_matches_closed_forms() {
     let tmp = run_case(5.0, false);
     let out = tmp.path().join("out");
-    for (name, want) in [
-        ("deposit_iou", 1.0 / 3.0),
-        ("volume_overlap", 1.0 / 3.0),
-        ("thickness_rmse", (8.0f64 / 3.0).sqrt()),
-        ("thickness_bias", 0.0),
-        // Same volumes: the scaling is 1.
-        ("thickness_rmse_volume_matched", (8.0f64 / 3.0).sqrt()),
-        ("centroid_offset", 5.0),
-        ("centroid_azimuth", 90.0),
-        ("lateral_spread_simulated", 10.0),
-        // Shifted across the flow: the same median along it.
-        ("volume_median_along_flow_simulated", 34.5 - 7.5),
-    ] {
-        let (v, ok) = metric(&out, name);
-        assert!(ok && close(v, want), "{name}: {v}, want {want}");
-    }
+    assert_metrics(
+        &out,
+        &[
+            ("deposit_iou", 1.0 / 3.0),
+            ("volume_overlap", 1.0 / 3.0),
+            ("thickness_rmse", (8.0f64 / 3.0).sqrt()),
+            ("thickness_bias", 0.0),
+            // Same volumes: the scaling is 1.
+            ("thickness_rmse_volume_matched", (8.0f64 / 3.0).sqrt()),
+            ("centroid_offset", 5.0),
+            ("centroid_azimuth", 90.0),
+            ("lateral_spread_simulated", 10.0),
+            // Shifted across the flow: the same median along it.
+            ("volume_median_along_flow_simulated", 34.5 - 7.5),
+        ],
+    );
     // Initial state from the trajectories: block 0 moved from (10.5, 32.5, 140) to (15.5, 7.5, 11).
     let (dmax, _) = metric(&out, "displacement_max");
     assert!(dmax >= (25.0f64.powi(2) + 129.0f64.powi(2) + 25.0).sqrt() - 1e-9, "{dmax}");
@@ -423,29 +431,29 @@ fn volume_matched_rmse_removes_an_error_of_amount_and_keeps_one_of_place() {
     // Twice the volume in the right cells: 4 m against 2 m everywhere on the deposit.
     let tmp = run_case_bulked(0.0, true, 2.0);
     let out = tmp.path().join("out");
-    for (name, want) in [
-        ("deposit_volume_simulated", 200.0),
-        ("thickness_rmse", 2.0),
-        ("thickness_bias", 2.0),
-        ("thickness_rmse_volume_matched", 0.0),
-        ("deposit_iou", 1.0),
-    ] {
-        let (v, ok) = metric(&out, name);
-        assert!(ok && close(v, want), "{name}: {v}, want {want}");
-    }
+    assert_metrics(
+        &out,
+        &[
+            ("deposit_volume_simulated", 200.0),
+            ("thickness_rmse", 2.0),
+            ("thickness_bias", 2.0),
+            ("thickness_rmse_volume_matched", 0.0),
+            ("deposit_iou", 1.0),
+        ],
+    );
     // Shifted by 5 m and bulked three times (6 m thick): the matched RMSE is the unbulked
     // shifted deposit's, sqrt(8/3) (shifted_deposit_matches_closed_forms), whatever the
     // bulking; the plain RMSE is not: errors of 4 m on the 25 shared cells, 6 m on the 25
     // simulated only and 2 m on the 25 surveyed only.
     let tmp = run_case_bulked(5.0, false, 3.0);
     let out = tmp.path().join("out");
-    for (name, want) in [
-        ("thickness_rmse_volume_matched", (8.0f64 / 3.0).sqrt()),
-        ("thickness_rmse", ((16.0f64 + 36.0 + 4.0) / 3.0).sqrt()),
-    ] {
-        let (v, ok) = metric(&out, name);
-        assert!(ok && close(v, want), "{name}: {v}, want {want}");
-    }
+    assert_metrics(
+        &out,
+        &[
+            ("thickness_rmse_volume_matched", (8.0f64 / 3.0).sqrt()),
+            ("thickness_rmse", ((16.0f64 + 36.0 + 4.0) / 3.0).sqrt()),
+        ],
+    );
 }
 
 #[test]

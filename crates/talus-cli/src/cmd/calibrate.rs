@@ -114,9 +114,7 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
         )
         .into());
     };
-    let replicated = match talus_calibrate::table::best_point(&talus_calibrate::table::points(
-        &c.rows,
-    )) {
+    let replicated = match &c.best_point {
         Some(p) if ensemble.config.replicates > 1 => format!(
             " (point {} over {} replicates: mean score {:.4}, deposit IoU {:.3} ± {:.3}, runout {:.0} ± {:.0} m)",
             p.point,
