@@ -272,6 +272,7 @@ fn main() {
                 "TALUS_BENCH_ADMM",
                 talus_engine::config::DEFAULT_ADMM_ITERATIONS,
             ),
+            admm_sigma: env_or("TALUS_BENCH_ADMM_SIGMA", talus_engine::config::DEFAULT_ADMM_SIGMA),
         },
         _ => SolverConfig::Warm {
             tolerance: 1e-9,

@@ -194,6 +194,10 @@ fn main() {
                     "TALUS_BENCH_ADMM",
                     talus_engine::config::DEFAULT_ADMM_ITERATIONS.into(),
                 ) as u32,
+                admm_sigma: env_f64(
+                    "TALUS_BENCH_ADMM_SIGMA",
+                    talus_engine::config::DEFAULT_ADMM_SIGMA,
+                ),
             })
             .collect(),
         Ok(other) => panic!("TALUS_BENCH_SOLVER: unknown solver {other:?}"),

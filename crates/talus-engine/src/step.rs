@@ -432,6 +432,7 @@ pub fn step_with_friction(
                 frictional_max_contacts,
                 max_contacts,
                 admm_iterations,
+                admm_sigma,
                 ..
             } = params.solver
             {
@@ -459,9 +460,10 @@ pub fn step_with_friction(
                         bodies,
                         jc,
                         &initial,
-                        tolerance,
-                        admm_iterations,
-                        admm::Penalties::PerCone,
+                        admm::Settings {
+                            sigma: admm_sigma,
+                            ..admm::Settings::new(tolerance, admm_iterations)
+                        },
                     );
                     spent += ad.iterations;
                     if ad.solution.solved {

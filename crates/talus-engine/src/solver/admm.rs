@@ -58,10 +58,10 @@ use std::sync::Mutex;
 
 /// Over-relaxation α.
 const ALPHA: f64 = 1.6;
-/// σ at the start of a solve.
-const SIGMA_START: f64 = 3.0;
-/// Bounds of σ.
-const SIGMA_RANGE: (f64, f64) = (1e-6, 1e6);
+/// σ at the start of a solve, by default (`[run] solver.admm_sigma`).
+pub const SIGMA_START: f64 = 3.0;
+/// Bounds of σ (and of `admm_sigma`).
+pub const SIGMA_RANGE: (f64, f64) = (1e-6, 1e6);
 /// Bound on √(primal / stationarity residual) beyond which σ is re-balanced (either way),
 /// and iterations between two adaptations.
 const ADAPT_RATIO: f64 = 2.0;
@@ -412,20 +412,39 @@ pub enum Penalties {
     PerCone,
 }
 
+/// How [`solve`] runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Settings {
+    /// Relative residual the certificate must meet, 1.
+    pub tolerance: f64,
+    /// Iterations before the solve gives up (unsolved).
+    pub max_iterations: u32,
+    /// How the penalties adapt.
+    pub penalties: Penalties,
+    /// σ at the start (each cone's ρ is σ times the effective mass of its normal row).
+    pub sigma: f64,
+}
+
+impl Settings {
+    /// `tolerance` and `max_iterations`, with what the step uses by default: per-cone
+    /// penalties from σ = [`SIGMA_START`].
+    pub fn new(tolerance: f64, max_iterations: u32) -> Self {
+        Settings { tolerance, max_iterations, penalties: Penalties::PerCone, sigma: SIGMA_START }
+    }
+}
+
 /// Solve the conic program `cq` of an island (assembled by
 /// [`crate::solver::friction::assemble_cones`] from `bodies`, `contacts`) by ADMM, started
-/// from `initial` (one per contact), until the certificate holds to `tolerance` or
-/// `max_iterations` iterations are done, adapting its penalties by `rule`.
+/// from `initial` (one per contact), until the certificate holds to the tolerance or the
+/// iterations are done, as `settings` say.
 pub fn solve(
     cq: &ConeQp,
     bodies: &[JumpBody],
     contacts: &[JumpContact],
     initial: &[ContactImpulse],
-    tolerance: f64,
-    max_iterations: u32,
-    rule: Penalties,
+    settings: Settings,
 ) -> AdmmOutcome {
-    let problem = Problem { cq, bodies, contacts, initial, tolerance, max_iterations, rule };
+    let problem = Problem { cq, bodies, contacts, initial, settings };
     let on = |pair: Option<&Pair>| solve_on(&problem, pair);
     if cq.qp.m() >= PARALLEL_MIN_ROWS && cq.qp.row_blocks().is_some() {
         Pair::solve(on)
@@ -441,15 +460,14 @@ struct Problem<'a> {
     bodies: &'a [JumpBody],
     contacts: &'a [JumpContact],
     initial: &'a [ContactImpulse],
-    tolerance: f64,
-    max_iterations: u32,
-    rule: Penalties,
+    settings: Settings,
 }
 
 /// [`solve`], its iterations' products, projections and triangular solves shared with
 /// `pair`'s helper (half the rows, bodies or subtrees each; the same answer, bit for bit).
 fn solve_on(problem: &Problem, pair: Option<&Pair>) -> AdmmOutcome {
-    let Problem { cq, bodies, contacts, initial, tolerance, max_iterations, rule } = *problem;
+    let Problem { cq, bodies, contacts, initial, settings } = *problem;
+    let Settings { tolerance, max_iterations, penalties: rule, sigma: sigma_start } = settings;
     let per_cone = rule == Penalties::PerCone;
     let qp = &cq.qp;
     let (n, m) = (qp.n(), qp.m());
@@ -479,7 +497,7 @@ fn solve_on(problem: &Problem, pair: Option<&Pair>) -> AdmmOutcome {
         return out;
     };
     let inv_mass = factor.inv_mass().to_vec();
-    let mut sigma = SIGMA_START;
+    let mut sigma = sigma_start.clamp(SIGMA_RANGE.0, SIGMA_RANGE.1);
     let accelerate = ANDERSON_MEMORY > 0 && tolerance < ANDERSON_BELOW;
     let mut anderson = false;
     let mut rho = penalties(&cq.cones, &inv_mass, sigma);

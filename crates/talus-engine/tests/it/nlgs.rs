@@ -32,6 +32,7 @@ fn nlgs_solver(tolerance: f64) -> SolverConfig {
         frictional_max_contacts: u32::MAX,
         max_contacts: u32::MAX,
         admm_iterations: 0,
+        admm_sigma: talus_engine::config::DEFAULT_ADMM_SIGMA,
     }
 }
 
@@ -347,6 +348,7 @@ fn islands_over_max_contacts_skip_nlgs() {
             frictional_max_contacts: u32::MAX,
             max_contacts,
             admm_iterations: 20_000,
+            admm_sigma: talus_engine::config::DEFAULT_ADMM_SIGMA,
         });
         assert_eq!(rep.solver, solver, "max_contacts {max_contacts}");
         assert_eq!(rep.sweeps == 0, solver == "admm", "{} sweeps", rep.sweeps);
@@ -443,6 +445,7 @@ fn admm_solver(tolerance: f64) -> SolverConfig {
         frictional_max_contacts: 0,
         max_contacts: u32::MAX,
         admm_iterations: 20_000,
+        admm_sigma: talus_engine::config::DEFAULT_ADMM_SIGMA,
     }
 }
 
@@ -452,22 +455,31 @@ fn admm_solver(tolerance: f64) -> SolverConfig {
 /// 1e-5 relative. Started from its own answer's percussions it is certified at 1e-8 within
 /// four iterations. With one penalty scale for every cone (`Penalties::Global`) it agrees
 /// as well but takes more iterations over the set: the per-cone penalties are asserted to
-/// take fewer than 0.9 of them.
+/// take fewer than 0.9 of them. Started from σ = 0.3 or 30 instead of 3 (`admm_sigma`)
+/// it agrees too.
 #[test]
 fn admm_agrees_with_clarabel_on_random_islands() {
-    use admm::Penalties::{Global, PerCone};
+    use admm::Penalties::Global;
+    use admm::Settings;
     let mut rng = ChaCha8Rng::seed_from_u64(16);
     let mut worst: f64 = 0.0;
     let mut iterations = Vec::new();
     let mut at_once = 0;
     let mut global_iterations = 0;
+    let mut other_sigma = [0u32; 2];
     for case in 0..120 {
         let (bodies, contacts, cq, reference) = random_case(&mut rng, case);
         let cold = vec![ContactImpulse::default(); contacts.len()];
-        let ad = admm::solve(&cq, &bodies, &contacts, &cold, 1e-9, 20_000, PerCone);
+        let ad = admm::solve(&cq, &bodies, &contacts, &cold, Settings::new(1e-9, 20_000));
         iterations.push(ad.iterations);
         // The same solve with one penalty scale for every cone (no per-cone boost).
-        let global = admm::solve(&cq, &bodies, &contacts, &cold, 1e-9, 20_000, Global);
+        let global = admm::solve(
+            &cq,
+            &bodies,
+            &contacts,
+            &cold,
+            Settings { penalties: Global, ..Settings::new(1e-9, 20_000) },
+        );
         assert!(
             global.solution.solved,
             "case {case}: global penalties: {:?}",
@@ -484,18 +496,33 @@ fn admm_agrees_with_clarabel_on_random_islands() {
         // The percussions it returns are the answer (to 1e-9): a warm start there is
         // certified at 1e-8 by one of the first three checks (after 1, 2 and 4
         // iterations; a cold start needs hundreds).
-        let again = admm::solve(&cq, &bodies, &contacts, &o.impulses, 1e-8, 20_000, PerCone);
+        let again = admm::solve(&cq, &bodies, &contacts, &o.impulses, Settings::new(1e-8, 20_000));
         assert!(
             again.solution.solved && again.iterations <= 4,
             "case {case}: {} iterations from the answer",
             again.iterations
         );
         at_once += (again.iterations == 1) as usize;
+        // Another starting σ (`admm_sigma`) changes the path, not the answer.
+        for sigma in [0.3, 30.0] {
+            let other = admm::solve(
+                &cq,
+                &bodies,
+                &contacts,
+                &cold,
+                Settings { sigma, ..Settings::new(1e-9, 20_000) },
+            );
+            assert!(other.solution.solved, "case {case}: σ₀ = {sigma}");
+            assert!(relative_x_error(&other.solution.x, &reference.outcome.x) < 1e-5);
+            other_sigma[(sigma > 1.0) as usize] += other.iterations;
+        }
     }
     let total: u32 = iterations.iter().sum();
+    // The starting σ is used: the iterations over the set differ with it.
+    assert!(other_sigma.iter().all(|&t| t != total), "{other_sigma:?} against {total}");
     iterations.sort_unstable();
     eprintln!(
-        "random islands through ADMM: all 120 certified at 1e-9; iterations median {} max {} total {total} (one penalty scale: {global_iterations}); worst relative x difference to Clarabel {worst:.2e}; from the answer {at_once} of 120 certified after one iteration",
+        "random islands through ADMM: all 120 certified at 1e-9; iterations median {} max {} total {total} (one penalty scale: {global_iterations}; from σ 0.3 and 30: {other_sigma:?}); worst relative x difference to Clarabel {worst:.2e}; from the answer {at_once} of 120 certified after one iteration",
         iterations[60], iterations[119]
     );
     // The per-cone penalties take fewer iterations over the set (measured: 0.68 of them).
@@ -503,6 +530,32 @@ fn admm_agrees_with_clarabel_on_random_islands() {
         (total as f64) < 0.9 * global_iterations as f64,
         "per-cone penalties: {total} iterations, one scale: {global_iterations}"
     );
+}
+
+/// `admm_sigma`'s site-file spelling: optional (3 by default), and refused outside
+/// [1e-6, 1e6] or when not a number, naming the option.
+#[test]
+fn admm_sigma_is_optional_and_checked() {
+    use talus_engine::config::Config;
+    let sigma = |c: &Config| match c.solver {
+        SolverConfig::Nlgs { admm_sigma, .. } => admm_sigma,
+        ref s => panic!("{s:?}"),
+    };
+    let c: Config = serde_json::from_str(r#"{"solver": {"method": "nlgs"}}"#).unwrap();
+    assert_eq!(sigma(&c), 3.0);
+    c.validate().unwrap();
+    let c: Config =
+        serde_json::from_str(r#"{"solver": {"method": "nlgs", "admm_sigma": 0.3}}"#).unwrap();
+    assert_eq!(sigma(&c), 0.3);
+    c.validate().unwrap();
+    for bad in [0.0, -1.0, 1e7, f64::NAN] {
+        let mut c = c.clone();
+        if let SolverConfig::Nlgs { ref mut admm_sigma, .. } = c.solver {
+            *admm_sigma = bad;
+        }
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("admm_sigma"), "{bad}: {e}");
+    }
 }
 
 /// Closed forms through ADMM (every frictional island sent to it): rest on a slope under

@@ -294,6 +294,7 @@ fn admm_on_two_threads_gives_the_one_thread_answer_bit_for_bit() {
                 frictional_max_contacts: 0,
                 max_contacts: talus_engine::config::DEFAULT_NLGS_MAX_CONTACTS,
                 admm_iterations: 2000,
+                admm_sigma: talus_engine::config::DEFAULT_ADMM_SIGMA,
             };
             let mut config = heap::heap_config(4, solver);
             config.friction = FrictionConfig {
