@@ -7,7 +7,7 @@
 //!   Parquet files but `run/timings.parquet`, and leaves the user's files there alone;
 //! * a bad option of any stage is refused before the first stage runs;
 //! * a stage failure stops the pipeline, names the stage, keeps earlier outputs;
-//! * bad site files (unknown key, missing input) are refused before any stage runs.
+//! * bad site files (unknown key, missing input) are refused before any stage runs;
 //! * every site file shipped in `pipelines/` is valid and prints a site file that prints the same.
 
 use std::path::{Path, PathBuf};
