@@ -145,6 +145,22 @@ fn default_admm_sigma() -> f64 {
     DEFAULT_ADMM_SIGMA
 }
 
+/// The default solver: `nlgs` with every option at its default (a relative tolerance of
+/// 1e-6, certified; Clarabel as the fallback).
+impl Default for SolverConfig {
+    fn default() -> Self {
+        SolverConfig::Nlgs {
+            tolerance: default_nlgs_tolerance(),
+            max_sweeps: default_nlgs_sweeps(),
+            fallback_tolerance: default_fallback_tolerance(),
+            frictional_max_contacts: default_nlgs_frictional_contacts(),
+            max_contacts: default_nlgs_max_contacts(),
+            admm_iterations: default_admm_iterations(),
+            admm_sigma: default_admm_sigma(),
+        }
+    }
+}
+
 fn default_nlgs_tolerance() -> f64 {
     1e-6
 }
@@ -323,7 +339,8 @@ pub struct Config {
     pub separation: SeparationConfig,
     /// Rotation between jumps: constant ω (pure A-CD²) or torque-free Euler motion.
     pub rotation: RotationModel,
-    /// QP solver.
+    /// QP solver of each island. Default: `nlgs` at a certified relative tolerance of 1e-6,
+    /// with Clarabel as its fallback; `clarabel` (the reference) and `warm` are selectable.
     pub solver: SolverConfig,
     /// Static planes (the thesis heap uses the ground z = 0:
     /// `planes = [{ point = [0, 0, 0], normal = [0, 0, 1] }]`).
@@ -407,11 +424,7 @@ impl Default for Config {
             tolerance: 1e-3,
             separation: SeparationConfig::default(),
             rotation: RotationModel::default(),
-            solver: SolverConfig::Clarabel {
-                tolerance: 1e-9,
-                max_iterations: 200,
-                dense_max_bodies: 0,
-            },
+            solver: SolverConfig::default(),
             planes: Vec::new(),
             output_every: 10,
             paraview: true,

@@ -376,7 +376,8 @@ fn singular_h_falls_back() {
 }
 
 /// `dense_max_bodies` bounds the islands the dense solver takes; 0 leaves every QP to the
-/// method (Clarabel solves every QP by default).
+/// method (`clarabel`'s default: Clarabel solves every QP). The engine's default method is
+/// `nlgs` at 1e-6.
 #[test]
 fn threshold_selects_the_solver() {
     let b = body(5.0, Vector3::new(0.0, 0.0, 0.5), Vector3::new(0.0, 0.0, -1.0), Vector3::zeros());
@@ -391,9 +392,20 @@ fn threshold_selects_the_solver() {
     assert_eq!(solve_qp(&with(1), &qp, 1, Vec::new).solver, SolverUsed::Dense);
     assert_eq!(solve_qp(&with(1), &qp, 2, Vec::new).solver, SolverUsed::Clarabel);
     match Config::default().solver {
-        SolverConfig::Clarabel { dense_max_bodies, .. } => assert_eq!(dense_max_bodies, 0),
+        SolverConfig::Nlgs { tolerance, fallback_tolerance, .. } => {
+            assert_eq!((tolerance, fallback_tolerance), (1e-6, 1e-9))
+        }
         s => panic!("default solver {s:?}"),
     }
+    // A site file without `solver`, and `solver = { method = "nlgs" }`, give that default.
+    let c: Config = serde_json::from_str("{}").unwrap();
+    assert_eq!(c.solver, SolverConfig::default());
+    let c: SolverConfig = serde_json::from_str(r#"{"method": "nlgs"}"#).unwrap();
+    assert_eq!(c, SolverConfig::default());
+    let c: SolverConfig =
+        serde_json::from_str(r#"{"method": "clarabel", "tolerance": 1e-9, "max_iterations": 200}"#)
+            .unwrap();
+    assert_eq!(c, with(0));
     // Site-file spelling: the option is optional (clarabel: 0; warm: the default).
     let c: SolverConfig =
         serde_json::from_str(r#"{"method": "warm", "tolerance": 1e-9, "max_iterations": 50, "fallback_tolerance": 1e-9}"#)

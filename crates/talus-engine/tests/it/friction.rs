@@ -620,7 +620,7 @@ fn friction_option_spelling() {
         serde_json::from_str(r#"{"friction": {"block_terrain": {"coulomb": -1}}}"#).unwrap();
     assert!(bad.validate().unwrap_err().to_string().contains("friction.block_terrain"));
     let json = serde_json::to_string(&Config::default()).unwrap();
-    assert!(!json.contains("friction"));
+    assert!(!json.contains("\"friction\""));
     assert!(serde_json::to_string(&c).unwrap().contains("\"coulomb\":0.6"));
 }
 
