@@ -89,7 +89,7 @@ pub fn diagnostics_schema() -> Schema {
             DataType::Boolean,
             false,
             "1",
-            "the warm-started solver failed and Clarabel was used",
+            "an island was not certified by its first solver and was solved by the next (Clarabel after NLGS and ADMM or after the warm solver; the method's own solver after the dense solver)",
         ),
         f("max_penetration", "m", "largest penetration depth at the start of the step"),
         u("deactivated", "blocks deactivated at this step (left the terrain's xy extent)"),
