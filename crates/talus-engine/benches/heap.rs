@@ -309,6 +309,10 @@ fn main() {
         "solver: {solver:?}, dense_max_bodies: {dense:?}, {} kernels",
         talus_engine::solver::wide::kernels()
     );
+    println!(
+        "(this bench's solver is `warm` unless TALUS_BENCH_SOLVER says otherwise; the engine's \
+         default, `nlgs` at 1e-6, is the peers bench's)"
+    );
     print_header();
     for (n, reference) in [(100usize, 2.1), (500, 43.0), (1000, 93.0), (3000, 968.0)] {
         if !sizes.contains(&n) {
