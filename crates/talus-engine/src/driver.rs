@@ -40,6 +40,9 @@ pub struct Summary {
     pub deactivated: usize,
     pub max_contacts: u32,
     pub max_penetration: f64,
+    /// The smallest edge of the run's blocks, m (0 without blocks).
+    #[serde(default)]
+    pub smallest_edge: f64,
     pub failed_qps: usize,
     pub fallbacks: usize,
     pub kappa_normal: Option<f64>,
@@ -703,7 +706,12 @@ pub fn run(
     let classes = input.classes.clone();
     let n_steps = config.n_steps();
     let mut sim = Simulation::new(config.clone(), input.blocks, statics(config, tin))?;
-    let mut summary = Summary { blocks: sim.blocks.len(), ..Default::default() };
+    let smallest_edge = sim.blocks.iter().map(|b| 2.0 * b.half.min()).fold(f64::INFINITY, f64::min);
+    let mut summary = Summary {
+        blocks: sim.blocks.len(),
+        smallest_edge: if smallest_edge.is_finite() { smallest_edge } else { 0.0 },
+        ..Default::default()
+    };
     if let crate::step::KappaLaw::Global { normal, .. } = sim.params.kappa {
         summary.kappa_normal = Some(normal);
     }
@@ -989,6 +997,17 @@ pub fn run(
     Ok(summary)
 }
 
+/// A largest penetration above this share of the smallest block edge is reported as a
+/// warning (issue 16's goal for the default site: 1 %).
+pub const PENETRATION_WARNING_SHARE: f64 = 0.01;
+
+impl Summary {
+    /// The largest penetration as a share of the smallest block edge (`None` without blocks).
+    pub fn penetration_share(&self) -> Option<f64> {
+        (self.smallest_edge > 0.0).then(|| self.max_penetration / self.smallest_edge)
+    }
+}
+
 /// The run's outcome, as `talus run` reports it.
 impl std::fmt::Display for Summary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -999,7 +1018,7 @@ impl std::fmt::Display for Summary {
         write!(
             f,
             "run: {} blocks, {} steps ({:.3} s simulated) in {:.1} s; {} active at the end, {} left the terrain; \
-             at most {} contacts, max penetration {:.4} m; {} QP failures, {} fallbacks; energy: initial {:.4e} J, \
+             at most {} contacts, max penetration {:.4} m{}; {} QP failures, {} fallbacks; energy: initial {:.4e} J, \
              final kinetic {:.4e} J, dissipated {:.4e} J",
             s.blocks,
             s.steps,
@@ -1009,6 +1028,10 @@ impl std::fmt::Display for Summary {
             s.deactivated,
             s.max_contacts,
             s.max_penetration,
+            match s.penetration_share() {
+                Some(share) => format!(" ({:.1} % of the smallest block edge)", 100.0 * share),
+                None => String::new(),
+            },
             s.failed_qps,
             s.fallbacks,
             s.initial_energy,
@@ -1017,6 +1040,16 @@ impl std::fmt::Display for Summary {
         )?;
         if let Some(t) = s.stopped_at_rest {
             write!(f, "\n  ended at t = {t:.3} s: the blocks were at rest (stop_at_rest)")?;
+        }
+        if let Some(share) = s.penetration_share().filter(|&x| x > PENETRATION_WARNING_SHARE) {
+            write!(
+                f,
+                "\n  warning: the largest penetration is {:.1} % of the smallest block edge (over {} %); \
+                 `separation = {{ method = \"position_after_motion\", passes = 4, iterations = 200 }}` in [run] \
+                 corrects it after the motion (docs/solver.md, \"Choosing the correction\")",
+                100.0 * share,
+                100.0 * PENETRATION_WARNING_SHARE
+            )?;
         }
         if let Some(p) = &s.paraview {
             write!(
@@ -1033,5 +1066,40 @@ impl std::fmt::Display for Summary {
             )?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The summary gives the penetration as a share of the smallest block edge, and warns
+    /// above 1 % with the correction to use.
+    #[test]
+    fn the_summary_warns_of_a_penetration_over_one_percent_of_the_smallest_edge() {
+        let mut s =
+            Summary { blocks: 2, max_penetration: 0.05, smallest_edge: 10.0, ..Default::default() };
+        let text = s.to_string();
+        assert!(
+            text.contains("max penetration 0.0500 m (0.5 % of the smallest block edge)"),
+            "{text}"
+        );
+        assert!(!text.contains("warning"), "{text}");
+        s.max_penetration = 0.3;
+        let text = s.to_string();
+        assert!(text.contains("(3.0 % of the smallest block edge)"), "{text}");
+        assert!(
+            text.contains(
+                "warning: the largest penetration is 3.0 % of the smallest block edge (over 1 %)"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("method = \"position_after_motion\", passes = 4, iterations = 200"),
+            "{text}"
+        );
+        let none = Summary::default();
+        assert_eq!(none.penetration_share(), None);
+        assert!(!none.to_string().contains("smallest block edge"));
     }
 }
