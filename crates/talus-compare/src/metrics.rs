@@ -600,6 +600,17 @@ pub fn compute(
         "largest penetration depth at the start of a step",
         "",
     );
+    let fb = &data.final_blocks;
+    let smallest_edge =
+        (0..fb.a.len()).map(|i| fb.a[i].min(fb.b[i]).min(fb.c[i])).fold(f64::INFINITY, f64::min);
+    out.push(
+        "max_penetration_share",
+        (smallest_edge.is_finite() && smallest_edge > 0.0)
+            .then(|| d.max_penetration / smallest_edge),
+        "1",
+        "max_penetration as a share of the smallest block edge (talus run warns above 0.01)",
+        "not applicable: no blocks",
+    );
     out.push(
         "max_contacts",
         Some(d.max_contacts as f64),

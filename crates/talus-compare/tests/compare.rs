@@ -376,6 +376,8 @@ fn perfect_match_has_unit_iou_and_zero_error() {
             ("steps", 101.0),
             ("steps_with_fallback", 1.0),
             ("max_penetration", 0.02),
+            // Over the blocks' smallest edge, 1 m (1 x 5 x 2).
+            ("max_penetration_share", 0.02),
             ("max_contacts", 7.0),
             ("kinetic_energy_peak", 250.0),
             ("kinetic_energy_peak_time", 5.0),
