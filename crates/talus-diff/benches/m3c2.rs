@@ -34,11 +34,16 @@ fn survey(n: usize, seed: u64, scar: bool) -> Vec<[f64; 3]> {
             if scar && (300.0..600.0).contains(&x) && (200.0..500.0).contains(&y) {
                 z -= 1.5;
             }
-            [x + 650_000.0, y + 1_620_000.0, z]
+            [x + OFFSET[0], y + OFFSET[1], z]
         })
         .collect()
 }
 
+/// The surveys' offset (UTM-like eastings and northings), taken off before py4dgeo reads
+/// them ([`write_npy`]).
+const OFFSET: [f64; 3] = [650_000.0, 1_620_000.0, 0.0];
+
+/// `pts` less [`OFFSET`], as a NumPy array of shape (n, 3).
 fn write_npy(path: &Path, pts: &[[f64; 3]]) {
     let mut header =
         format!("{{'descr': '<f8', 'fortran_order': False, 'shape': ({}, 3), }}", pts.len());
@@ -51,8 +56,8 @@ fn write_npy(path: &Path, pts: &[[f64; 3]]) {
     f.write_all(&(header.len() as u16).to_le_bytes()).unwrap();
     f.write_all(header.as_bytes()).unwrap();
     for p in pts {
-        for v in p {
-            f.write_all(&v.to_le_bytes()).unwrap();
+        for (v, o) in p.iter().zip(OFFSET) {
+            f.write_all(&(v - o).to_le_bytes()).unwrap();
         }
     }
 }
@@ -157,20 +162,36 @@ fn main() {
         (py_build + py_run) / (build + ours)
     );
     let theirs = read_npy_f64(&dir.path().join("py_dist.npy"));
-    // Agreement where both define a distance. Not a correctness check: on this input
-    // py4dgeo's distances also differ from a brute-force numpy evaluation of the M3C2
-    // definition (checked with py4dgeo 1.2.0 on a 2 M-point version: same normals,
-    // distances differing by millimetres; cause not investigated), while our searches
+    // Agreement where both define a distance. Not a correctness check. py4dgeo is given the
+    // clouds less OFFSET: at the UTM-like coordinates themselves its own distances move
+    // (py4dgeo 1.2.0, 400,000 points a survey of this kind, shifted by OFFSET against not:
+    // half of the core points' distances differ by more than 1e-6 relative, by up to 6 cm,
+    // median 3e-5 m). Even so its distances differ from ours by millimetres at most core
+    // points, as they differ from a brute-force numpy evaluation of the M3C2 definition
+    // (checked on a 2 M-point version: same normals); the cause is not known. Our searches
     // equal a brute-force scan (unit test `column_searches_match_brute_force`) and the
     // py4dgeo fixture test agrees to 1e-6.
     let (mut both, mut agree) = (0usize, 0usize);
+    let mut diffs = Vec::new();
     for (r, d) in rows.iter().zip(&theirs) {
         if r.flag == 0 && d.is_finite() {
             both += 1;
+            diffs.push((r.distance - d).abs());
             agree +=
                 usize::from((r.distance - d).abs() <= 1e-6 * r.distance.abs().max(d.abs()) + 1e-9);
         }
     }
     println!();
-    println!("agreement: {agree} of {both} core points defined in both agree within 1e-6 relative");
+    diffs.sort_by(f64::total_cmp);
+    let at =
+        |q: f64| diffs.get(((diffs.len() as f64 - 1.0) * q) as usize).copied().unwrap_or(f64::NAN);
+    println!(
+        "agreement: {agree} of {both} core points defined in both agree within 1e-6 relative; \
+         |difference| median {:.2e} m, 99th percentile {:.2e} m, largest {:.2e} m (not a \
+         correctness check: on such input py4dgeo's distances also differ from a brute-force \
+         evaluation of M3C2; see this bench's source)",
+        at(0.5),
+        at(0.99),
+        at(1.0)
+    );
 }
