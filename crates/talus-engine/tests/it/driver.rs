@@ -73,6 +73,10 @@ fn outputs_are_deterministic_and_resume_is_byte_identical() {
     assert_eq!(sa.steps, 200);
     assert_eq!(sa.failed_qps, 0);
     assert!(sa.max_contacts > 0, "the blocks should land");
+    // The summary's smallest block edge (blocks of 0.6 x 0.5 x 0.4 m), over which it reports
+    // the largest penetration.
+    assert!((sa.smallest_edge - 0.4).abs() < 1e-12, "{}", sa.smallest_edge);
+    assert_eq!(sa.penetration_share(), Some(sa.max_penetration / sa.smallest_edge));
     let t = talus_io::read_table(
         &a.join("trajectories.parquet"),
         &talus_schema::run::trajectories_schema(),
@@ -115,6 +119,11 @@ fn outputs_are_deterministic_and_resume_is_byte_identical() {
     assert!(b.join("checkpoints/step_0000000180/state.json").exists());
     let sb = run(&cfg, &input, None, &b, true, &NoProgress).unwrap();
     assert_eq!(sb.resumed_from, Some(180));
+    // The resumed run's summary carries the first part's: the same edge and penetration.
+    assert_eq!(
+        (sb.smallest_edge, sb.max_penetration.to_bits()),
+        (sa.smallest_edge, sa.max_penetration.to_bits())
+    );
     for f in TABLES {
         assert_eq!(
             std::fs::read(a.join(f)).unwrap(),
