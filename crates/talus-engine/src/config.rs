@@ -363,9 +363,12 @@ pub struct Config {
     pub wall_times: bool,
     /// Overlap depth tolerated at the start without refusing, m.
     pub initial_overlap_tolerance: f64,
-    /// Coulomb friction per material pair, as second-order cones solved by Clarabel
-    /// (default: none). E.g. `friction = { block_block = { coulomb = 0.6 },
-    /// block_terrain = { coulomb = 0.7 } }`; see [`crate::solver::friction`].
+    /// Friction per material pair, as second-order cones in each step's program (default:
+    /// none). Each pair's law is `{ coulomb = μ }` or `{ velocity_weakening = { mu_static =
+    /// μ_s, mu_weakened = μ_w, weakening_speed = v_w } }`: μ(v) = μ_w + (μ_s − μ_w)/(1 +
+    /// v/v_w), v the contact's slip speed before the step, m/s (docs/physics.md §4). E.g.
+    /// `friction = { block_block = { coulomb = 0.6 }, block_terrain = { coulomb = 0.7 } }`;
+    /// see [`crate::solver::friction`].
     #[serde(skip_serializing_if = "FrictionConfig::is_default")]
     pub friction: FrictionConfig,
     /// A seeded perturbation of the initial state (default: none), for replicates of a

@@ -395,7 +395,13 @@ pub fn step_with_friction(
                 .iter()
                 .zip(jc.iter())
                 .map(|(&k, c)| {
-                    let mu = friction.mu(contacts[k].kind());
+                    let kind = contacts[k].kind();
+                    let mu = if friction.depends_on_slip() {
+                        let v = friction::relative_velocity(bodies, c);
+                        friction.mu_at(kind, (v - c.normal * c.normal.dot(&v)).norm())
+                    } else {
+                        friction.mu(kind)
+                    };
                     let credit = if friction.slip_credit {
                         let gap = contacts[k].gap;
                         friction::slip_credit(bodies, c, mu, gap, params.beta, dt)

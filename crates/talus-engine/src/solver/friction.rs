@@ -96,23 +96,91 @@ pub enum FrictionLaw {
     /// Coulomb friction with coefficient μ ≥ 0 (1), as the cone-complementarity
     /// relaxation: the relative velocity after the jump in the dual cone v_N ≥ μ‖v_T‖.
     Coulomb(f64),
+    /// Velocity-weakening friction (Lucas, Mangeney & Ampuero 2014, Nature Communications
+    /// 5:3417, the law they fit to landslides' runout): a contact sliding at speed v has
+    /// μ(v) = μ_w + (μ_s − μ_w)/(1 + v/v_w), from μ_s at rest to μ_w at speeds well above
+    /// v_w. v is the contact's slip speed before the jump, ‖v_T⁻‖, so each step's μ is a
+    /// constant of its program and the jump stays the same convex cone program as with
+    /// Coulomb friction (feasible by construction; μ lags the slip speed by one step, an
+    /// O(Δt) error). A contact at rest has μ_s: the rest on a slope under the static
+    /// friction angle is exact. Site file:
+    /// `block_terrain = { velocity_weakening = { mu_static = 0.6, mu_weakened = 0.2,
+    /// weakening_speed = 4.0 } }`.
+    VelocityWeakening {
+        /// μ_s, μ at rest, 1 (≥ μ_w).
+        mu_static: f64,
+        /// μ_w, the limit at high slip speed, 1 (≥ 0).
+        mu_weakened: f64,
+        /// v_w, the slip speed at which μ is halfway from μ_s to μ_w, m/s (> 0).
+        weakening_speed: f64,
+    },
 }
 
 impl FrictionLaw {
-    /// μ of the law, 1.
+    /// μ at rest, 1: Coulomb's μ, or velocity weakening's μ_s.
     pub fn mu(self) -> f64 {
         match self {
             FrictionLaw::Coulomb(mu) => mu,
+            FrictionLaw::VelocityWeakening { mu_static, .. } => mu_static,
         }
+    }
+
+    /// μ of a contact slipping at `slip` m/s (its tangential relative speed before the
+    /// jump), 1.
+    pub fn mu_at(self, slip: f64) -> f64 {
+        match self {
+            FrictionLaw::Coulomb(mu) => mu,
+            FrictionLaw::VelocityWeakening { mu_static, mu_weakened, weakening_speed } => {
+                mu_weakened + (mu_static - mu_weakened) / (1.0 + slip / weakening_speed)
+            }
+        }
+    }
+
+    /// Whether μ depends on the slip speed (then each contact's μ needs its slip speed).
+    pub fn depends_on_slip(self) -> bool {
+        matches!(self, FrictionLaw::VelocityWeakening { mu_static, mu_weakened, .. }
+            if mu_static != mu_weakened)
+    }
+
+    /// Check the law's parameters; `Err` names the offending one.
+    fn validate(self) -> Result<(), String> {
+        match self {
+            FrictionLaw::Coulomb(mu) => {
+                if !(mu.is_finite() && mu >= 0.0) {
+                    return Err(format!("coulomb = {mu} must be finite and >= 0"));
+                }
+            }
+            FrictionLaw::VelocityWeakening { mu_static, mu_weakened, weakening_speed } => {
+                if !(mu_weakened.is_finite() && mu_weakened >= 0.0) {
+                    return Err(format!(
+                        "velocity_weakening.mu_weakened = {mu_weakened} must be finite and >= 0"
+                    ));
+                }
+                if !(mu_static.is_finite() && mu_static >= mu_weakened) {
+                    return Err(format!(
+                        "velocity_weakening.mu_static = {mu_static} must be finite and >= \
+                         mu_weakened ({mu_weakened})"
+                    ));
+                }
+                if !(weakening_speed.is_finite() && weakening_speed > 0.0) {
+                    return Err(format!(
+                        "velocity_weakening.weakening_speed = {weakening_speed} m/s must be \
+                         finite and > 0"
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 }
 
-/// Coulomb friction per material pair (default: none, the thesis's A-CD² unchanged).
+/// Friction per material pair (default: none, the thesis's A-CD² unchanged): Coulomb or
+/// velocity-weakening ([`FrictionLaw`]).
 /// Site file: `friction = { block_block = { coulomb = 0.6 }, block_terrain = { coulomb = 0.7 } }`.
-/// Islands with frictional contacts are solved by Clarabel as second-order-cone programs
-/// (the warm solver cannot take cones; the diagnostics' `solver` says `clarabel_socp`, or
-/// `mixed` when other islands used the configured solver). κ_N and κ_T act as without
-/// friction.
+/// Islands with frictional contacts are second-order-cone programs, solved by `nlgs` (its
+/// sweeps and ADMM) or Clarabel; the warm solver cannot take cones and sends them to
+/// Clarabel (the diagnostics' `solver` then says `clarabel_socp`, or `mixed` when other
+/// islands used the configured solver). κ_N and κ_T act as without friction.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct FrictionConfig {
@@ -146,7 +214,7 @@ impl FrictionConfig {
         *self == FrictionConfig::default()
     }
 
-    /// μ of a contact kind, 1 (0 when frictionless).
+    /// μ at rest of a contact kind, 1 (0 when frictionless).
     pub fn mu(&self, kind: ContactKind) -> f64 {
         let law = match kind {
             ContactKind::BlockBlock => self.block_block,
@@ -155,16 +223,32 @@ impl FrictionConfig {
         law.map(FrictionLaw::mu).unwrap_or(0.0)
     }
 
-    /// Check the coefficients: finite and ≥ 0.
+    /// Whether some contact's μ depends on its slip speed ([`FrictionLaw::depends_on_slip`]).
+    pub fn depends_on_slip(&self) -> bool {
+        [self.block_block, self.block_terrain]
+            .into_iter()
+            .flatten()
+            .any(FrictionLaw::depends_on_slip)
+    }
+
+    /// μ of a contact of `kind` slipping at `slip` m/s before the jump, 1 (0 when
+    /// frictionless).
+    pub fn mu_at(&self, kind: ContactKind, slip: f64) -> f64 {
+        let law = match kind {
+            ContactKind::BlockBlock => self.block_block,
+            ContactKind::BlockTerrain | ContactKind::BlockPlane => self.block_terrain,
+        };
+        law.map(|l| l.mu_at(slip)).unwrap_or(0.0)
+    }
+
+    /// Check the laws' parameters: coefficients finite and ≥ 0 (velocity weakening:
+    /// μ_s ≥ μ_w ≥ 0, v_w > 0).
     pub fn validate(&self) -> Result<(), String> {
         for (name, law) in
             [("block_block", self.block_block), ("block_terrain", self.block_terrain)]
         {
             if let Some(l) = law {
-                let mu = l.mu();
-                if !(mu.is_finite() && mu >= 0.0) {
-                    return Err(format!("friction.{name}: coulomb = {mu} must be finite and >= 0"));
-                }
+                l.validate().map_err(|e| format!("friction.{name}: {e}"))?;
             }
         }
         Ok(())

@@ -749,3 +749,130 @@ fn frictional_collision_conserves_momentum() {
     assert!(ke(&blocks) <= ke0 * (1.0 + 1e-9), "KE {ke0} -> {}", ke(&blocks));
     assert!(rep.dissipated > 0.0);
 }
+
+fn weakening(mu_static: f64, mu_weakened: f64, weakening_speed: f64) -> FrictionConfig {
+    let law = FrictionLaw::VelocityWeakening { mu_static, mu_weakened, weakening_speed };
+    FrictionConfig { block_block: Some(law), block_terrain: Some(law), slip_credit: true }
+}
+
+/// The velocity-weakening law's μ(v) = μ_w + (μ_s − μ_w)/(1 + v/v_w): μ_s at rest, halfway
+/// at v_w, μ_w in the limit; Coulomb's μ whatever the speed.
+#[test]
+fn velocity_weakening_coefficient() {
+    let law =
+        FrictionLaw::VelocityWeakening { mu_static: 0.7, mu_weakened: 0.1, weakening_speed: 4.0 };
+    assert_eq!(law.mu_at(0.0), 0.7);
+    assert!((law.mu_at(4.0) - 0.4).abs() < 1e-15);
+    assert!((law.mu_at(12.0) - 0.25).abs() < 1e-15);
+    assert!((law.mu_at(1e9) - 0.1).abs() < 1e-8);
+    assert_eq!(law.mu(), 0.7);
+    assert!(law.depends_on_slip());
+    assert_eq!(FrictionLaw::Coulomb(0.4).mu_at(7.0), 0.4);
+    assert!(!FrictionLaw::Coulomb(0.4).depends_on_slip());
+}
+
+/// The law's site-file spelling and its validation, each error naming the parameter.
+#[test]
+fn velocity_weakening_option_spelling() {
+    use talus_engine::config::Config;
+    let c: Config = serde_json::from_str(
+        r#"{"friction": {"block_terrain": {"velocity_weakening":
+            {"mu_static": 0.6, "mu_weakened": 0.2, "weakening_speed": 4.0}}}}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        c.friction.block_terrain,
+        Some(FrictionLaw::VelocityWeakening {
+            mu_static: 0.6,
+            mu_weakened: 0.2,
+            weakening_speed: 4.0
+        })
+    );
+    c.validate().unwrap();
+    let back: Config = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
+    assert_eq!(back.friction, c.friction);
+    assert!(
+        serde_json::from_str::<Config>(
+            r#"{"friction": {"block_terrain": {"velocity_weakening":
+                {"mu_static": 0.6, "mu_weakened": 0.2, "weakening_speed": 4.0, "mu": 1}}}}"#,
+        )
+        .is_err(),
+        "an unknown parameter is refused"
+    );
+    for (json, names) in [
+        (r#""mu_static": 0.1, "mu_weakened": 0.2, "weakening_speed": 4.0"#, "mu_static"),
+        (r#""mu_static": 0.6, "mu_weakened": -0.2, "weakening_speed": 4.0"#, "mu_weakened"),
+        (r#""mu_static": 0.6, "mu_weakened": 0.2, "weakening_speed": 0.0"#, "weakening_speed"),
+    ] {
+        let bad: Config = serde_json::from_str(&format!(
+            r#"{{"friction": {{"block_block": {{"velocity_weakening": {{{json}}}}}}}}}"#
+        ))
+        .unwrap();
+        let e = bad.validate().unwrap_err().to_string();
+        assert!(e.contains("friction.block_block") && e.contains(names), "{e}");
+    }
+}
+
+/// A block on a 30° slope with velocity-weakening friction (μ_s = 0.7 > tan θ, μ_w = 0.1,
+/// v_w = 1 m/s). At rest it stays at rest (μ_s holds it). Sliding, the slope's pull balances
+/// friction at v* = v_w (μ_s − tan θ)/(tan θ − μ_w) = 0.257 m/s, an unstable balance:
+/// started slower it stops, started faster it runs away with dv/dt = g (sin θ − μ(v) cos θ),
+/// which the run follows (the ODE integrated by RK4 on a fine step). With Coulomb's μ_s alone
+/// the faster start stops too (the test can fail).
+#[test]
+fn velocity_weakening_slide_follows_its_ode() {
+    let theta = 30f64.to_radians();
+    let (mu_s, mu_w, v_w) = (0.7, 0.1, 1.0);
+    let f = weakening(mu_s, mu_w, v_w);
+    let v_star = v_w * (mu_s - theta.tan()) / (theta.tan() - mu_w);
+    assert!((v_star - 0.2568).abs() < 1e-3);
+    let accel = |v: f64| G * (theta.sin() - (mu_w + (mu_s - mu_w) / (1.0 + v / v_w)) * theta.cos());
+    let slide = |f: &FrictionConfig, v0: f64, steps: usize| {
+        let (mut b, n, d) = block_on_slope(theta);
+        b.vel = d * v0;
+        let (x0, m) = (b.pos, b.mass);
+        let p = params(0.1 * m, 0.0);
+        let mut blocks = vec![b];
+        let r = run(&p, f, &mut blocks, n, 1e-3, steps);
+        // D ≥ 0 wherever no separation velocity worked (as in `thrown_block_stops`).
+        let mut prev = 0.0;
+        for rep in &r.reports {
+            if rep.separation_work == 0.0 && prev == 0.0 {
+                assert!(rep.dissipated >= -1e-9, "D = {} J from {v0} m/s", rep.dissipated);
+            }
+            prev = rep.separation_work;
+        }
+        ((blocks[0].pos - x0).dot(&d), blocks[0].vel.dot(&d), blocks[0].vel.norm())
+    };
+    // At rest: μ_s holds it.
+    let (s, _, speed) = slide(&f, 0.0, 2000);
+    assert!(s.abs() < 1e-6 && speed < 1e-9, "moved {s} m at rest");
+    // Under v*: stops.
+    let (_, _, speed) = slide(&f, 0.2, 1000);
+    assert!(speed < 1e-9, "still sliding at {speed} m/s from 0.2 m/s");
+    // Over v*: accelerates as the ODE says.
+    let (v0, steps) = (0.4, 800);
+    let (s, v, _) = slide(&f, v0, steps);
+    let (mut sv, mut vv, h) = (0.0, v0, 1e-5);
+    for _ in 0..(steps as f64 * DT / h).round() as usize {
+        let k1 = accel(vv);
+        let k2 = accel(vv + 0.5 * h * k1);
+        let k3 = accel(vv + 0.5 * h * k2);
+        let k4 = accel(vv + h * k3);
+        sv += h * (vv + h / 6.0 * (k1 + k2 + k3));
+        vv += h / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4);
+    }
+    eprintln!(
+        "velocity weakening from {v0} m/s over {} s: v {v:.5} m/s (ODE {vv:.5}, {:.2e} rel), \
+         s {s:.5} m (ODE {sv:.5}, {:.2e} rel)",
+        steps as f64 * DT,
+        v / vv - 1.0,
+        s / sv - 1.0
+    );
+    assert!(vv > 2.0 * v0, "the ODE's block accelerates: {vv}");
+    assert!((v / vv - 1.0).abs() < 5e-3, "v {v} against the ODE's {vv}");
+    assert!((s / sv - 1.0).abs() < 5e-3, "s {s} against the ODE's {sv}");
+    // Coulomb's μ_s from the same start: stops.
+    let (_, _, speed) = slide(&coulomb(mu_s, true), v0, steps);
+    assert!(speed < 1e-9, "Coulomb μ_s still sliding at {speed} m/s");
+}
