@@ -817,8 +817,9 @@ fn velocity_weakening_option_spelling() {
 /// v_w = 1 m/s). At rest it stays at rest (μ_s holds it). Sliding, the slope's pull balances
 /// friction at v* = v_w (μ_s − tan θ)/(tan θ − μ_w) = 0.257 m/s, an unstable balance:
 /// started slower it stops, started faster it runs away with dv/dt = g (sin θ − μ(v) cos θ),
-/// which the run follows (the ODE integrated by RK4 on a fine step). With Coulomb's μ_s alone
-/// the faster start stops too (the test can fail).
+/// which the run follows (the ODE integrated by RK4 on a fine step), with Clarabel, NLGS's
+/// sweeps and ADMM alike. With Coulomb's μ_s alone the faster start stops too (the test can
+/// fail).
 #[test]
 fn velocity_weakening_slide_follows_its_ode() {
     let theta = 30f64.to_radians();
@@ -827,11 +828,11 @@ fn velocity_weakening_slide_follows_its_ode() {
     let v_star = v_w * (mu_s - theta.tan()) / (theta.tan() - mu_w);
     assert!((v_star - 0.2568).abs() < 1e-3);
     let accel = |v: f64| G * (theta.sin() - (mu_w + (mu_s - mu_w) / (1.0 + v / v_w)) * theta.cos());
-    let slide = |f: &FrictionConfig, v0: f64, steps: usize| {
+    let slide_with = |solver: &SolverConfig, f: &FrictionConfig, v0: f64, steps: usize| {
         let (mut b, n, d) = block_on_slope(theta);
         b.vel = d * v0;
         let (x0, m) = (b.pos, b.mass);
-        let p = params(0.1 * m, 0.0);
+        let p = StepParams { solver: solver.clone(), ..params(0.1 * m, 0.0) };
         let mut blocks = vec![b];
         let r = run(&p, f, &mut blocks, n, 1e-3, steps);
         // D ≥ 0 wherever no separation velocity worked (as in `thrown_block_stops`).
@@ -842,7 +843,13 @@ fn velocity_weakening_slide_follows_its_ode() {
             }
             prev = rep.separation_work;
         }
-        ((blocks[0].pos - x0).dot(&d), blocks[0].vel.dot(&d), blocks[0].vel.norm())
+        let used = r.reports.last().map(|rep| rep.solver.clone()).unwrap_or_default();
+        ((blocks[0].pos - x0).dot(&d), blocks[0].vel.dot(&d), blocks[0].vel.norm(), used)
+    };
+    let clarabel = params(0.0, 0.0).solver;
+    let slide = |f: &FrictionConfig, v0: f64, steps: usize| {
+        let (s, v, speed, _) = slide_with(&clarabel, f, v0, steps);
+        (s, v, speed)
     };
     // At rest: μ_s holds it.
     let (s, _, speed) = slide(&f, 0.0, 2000);
@@ -872,6 +879,22 @@ fn velocity_weakening_slide_follows_its_ode() {
     assert!(vv > 2.0 * v0, "the ODE's block accelerates: {vv}");
     assert!((v / vv - 1.0).abs() < 5e-3, "v {v} against the ODE's {vv}");
     assert!((s / sv - 1.0).abs() < 5e-3, "s {s} against the ODE's {sv}");
+    // The contact-space solver, by its sweeps (4 contacts) and by ADMM, gives the same
+    // slide: μ is each contact's, whatever solves the program.
+    let nlgs = |frictional_max_contacts| SolverConfig::Nlgs {
+        tolerance: 1e-9,
+        max_sweeps: 5000,
+        fallback_tolerance: 1e-10,
+        frictional_max_contacts,
+        max_contacts: u32::MAX,
+        admm_iterations: 20_000,
+        admm_sigma: talus_engine::config::DEFAULT_ADMM_SIGMA,
+    };
+    for solver in [nlgs(16), nlgs(0)] {
+        let (s2, v2, _, used) = slide_with(&solver, &f, v0, steps);
+        eprintln!("{used}: v {v2:.6} m/s, s {s2:.6} m (Clarabel {v:.6}, {s:.6})");
+        assert!((v2 / v - 1.0).abs() < 1e-6 && (s2 / s - 1.0).abs() < 1e-6, "{used}");
+    }
     // Coulomb's μ_s from the same start: stops.
     let (_, _, speed) = slide(&coulomb(mu_s, true), v0, steps);
     assert!(speed < 1e-9, "Coulomb μ_s still sliding at {speed} m/s");
