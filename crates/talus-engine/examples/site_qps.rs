@@ -4,7 +4,7 @@
 //! `cargo run -p talus-engine --example site_qps -- <blocks.parquet> <terrain dir> [steps] [warm|clarabel]`
 //! The configuration is fixed below, frictionless: Δt = 0.02 s, restitution 0.1 and the
 //! velocity separation of the early sessions, not the shipped site's `[run]` table
-//! (`pipelines/piton-marcel.toml`: Δt = 0.04 s, Coulomb friction, position correction),
+//! (`pipelines/piton-marcel.toml`: Δt = 0.02 s, Coulomb friction, position correction),
 //! whose frictional islands the warm solver does not take.
 
 use std::time::Instant;
