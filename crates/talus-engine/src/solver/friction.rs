@@ -96,8 +96,8 @@ pub enum FrictionLaw {
     /// Coulomb friction with coefficient μ ≥ 0 (1), as the cone-complementarity
     /// relaxation: the relative velocity after the jump in the dual cone v_N ≥ μ‖v_T‖.
     Coulomb(f64),
-    /// Velocity-weakening friction (Lucas, Mangeney & Ampuero 2014, Nature Communications
-    /// 5:3417, the law they fit to landslides' runout): a contact sliding at speed v has
+    /// Velocity-weakening friction (Lucas, Mangeney & Ampuero 2014, Nature Communications;
+    /// the law they fit to landslides' runout): a contact sliding at speed v has
     /// μ(v) = μ_w + (μ_s − μ_w)/(1 + v/v_w), from μ_s at rest to μ_w at speeds well above
     /// v_w. v is the contact's slip speed before the jump, ‖v_T⁻‖, so each step's μ is a
     /// constant of its program and the jump stays the same convex cone program as with
