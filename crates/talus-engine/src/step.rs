@@ -385,6 +385,8 @@ pub fn step_with_friction(
         .collect();
     rep.islands = assembled.len() as u32;
     let keys_prev = &*warm;
+    // Whether a contact's μ needs its slip speed (velocity-weakening friction).
+    let slip_dependent = friction.depends_on_slip();
     let t1 = Instant::now();
     let results: Vec<IslandResult> = assembled
         .par_iter()
@@ -396,7 +398,7 @@ pub fn step_with_friction(
                 .zip(jc.iter())
                 .map(|(&k, c)| {
                     let kind = contacts[k].kind();
-                    let mu = if friction.depends_on_slip() {
+                    let mu = if slip_dependent {
                         let v = friction::relative_velocity(bodies, c);
                         friction.mu_at(kind, (v - c.normal * c.normal.dot(&v)).norm())
                     } else {

@@ -214,13 +214,17 @@ impl FrictionConfig {
         *self == FrictionConfig::default()
     }
 
-    /// μ at rest of a contact kind, 1 (0 when frictionless).
-    pub fn mu(&self, kind: ContactKind) -> f64 {
-        let law = match kind {
+    /// The law of a contact kind (`None`: frictionless).
+    fn law(&self, kind: ContactKind) -> Option<FrictionLaw> {
+        match kind {
             ContactKind::BlockBlock => self.block_block,
             ContactKind::BlockTerrain | ContactKind::BlockPlane => self.block_terrain,
-        };
-        law.map(FrictionLaw::mu).unwrap_or(0.0)
+        }
+    }
+
+    /// μ at rest of a contact kind, 1 (0 when frictionless).
+    pub fn mu(&self, kind: ContactKind) -> f64 {
+        self.law(kind).map(FrictionLaw::mu).unwrap_or(0.0)
     }
 
     /// Whether some contact's μ depends on its slip speed ([`FrictionLaw::depends_on_slip`]).
@@ -234,11 +238,7 @@ impl FrictionConfig {
     /// μ of a contact of `kind` slipping at `slip` m/s before the jump, 1 (0 when
     /// frictionless).
     pub fn mu_at(&self, kind: ContactKind, slip: f64) -> f64 {
-        let law = match kind {
-            ContactKind::BlockBlock => self.block_block,
-            ContactKind::BlockTerrain | ContactKind::BlockPlane => self.block_terrain,
-        };
-        law.map(|l| l.mu_at(slip)).unwrap_or(0.0)
+        self.law(kind).map(|l| l.mu_at(slip)).unwrap_or(0.0)
     }
 
     /// Check the laws' parameters: coefficients finite and ≥ 0 (velocity weakening:
