@@ -348,6 +348,10 @@ struct CheckpointState {
     /// Friction percussions of the warm start (world λ_T as bit patterns).
     #[serde(default)]
     warm_tangential: Vec<(ContactKey, [u64; 3])>,
+    /// The contacts' changes of slip speed in the last jump (bits of f64), for the slip
+    /// credit.
+    #[serde(default)]
+    warm_slip_change: Vec<(ContactKey, u64)>,
     /// `stop_at_rest`'s state: the largest kinetic energy so far (bit pattern) and the
     /// steps since it last exceeded the threshold.
     #[serde(default)]
@@ -775,6 +779,9 @@ pub fn run(
                 .iter()
                 .map(|(k, v)| (*k, v.map(f64::from_bits)))
                 .collect::<Vec<_>>(),
+        )
+        .with_slip_changes(
+            &st.warm_slip_change.iter().map(|(k, v)| (*k, f64::from_bits(*v))).collect::<Vec<_>>(),
         );
         (max_kinetic, rest_steps) = (f64::from_bits(st.at_rest.0), st.at_rest.1);
         summary = st.summary;
@@ -955,6 +962,12 @@ pub fn run(
                     .tangential_entries()
                     .into_iter()
                     .map(|(k, v)| (k, v.map(f64::to_bits)))
+                    .collect(),
+                warm_slip_change: sim
+                    .warm
+                    .slip_change_entries()
+                    .into_iter()
+                    .map(|(k, v)| (k, v.to_bits()))
                     .collect(),
                 at_rest: (max_kinetic.to_bits(), rest_steps),
                 summary: sum,

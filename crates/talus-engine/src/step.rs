@@ -172,6 +172,9 @@ struct IslandResult {
     keys: Vec<ContactKey>,
     /// The conic program, when the island had friction.
     cones: Option<ConeQp>,
+    /// Change of each contact's slip speed in the jump, ‖v_T⁺‖ − ‖v_T⁻‖ (m/s; 0 for
+    /// frictionless contacts; empty without the slip credit).
+    slip_change: Vec<f64>,
 }
 
 /// The key identifying a contact across steps, for warm starts.
@@ -392,11 +395,17 @@ pub fn step_with_friction(
         .par_iter()
         .map(|AssembledIsland { island, qp, bodies, contacts: jc, keys }| {
             // Coulomb friction: islands with a frictional contact are conic programs.
+            let slip_changes = if friction.slip_credit {
+                keys_prev.slip_changes(keys)
+            } else {
+                vec![0.0; keys.len()]
+            };
             let fr: Vec<ContactFriction> = island
                 .contacts
                 .iter()
                 .zip(jc.iter())
-                .map(|(&k, c)| {
+                .zip(&slip_changes)
+                .map(|((&k, c), &slip_change)| {
                     let kind = contacts[k].kind();
                     let mu = if slip_dependent {
                         let v = friction::relative_velocity(bodies, c);
@@ -406,7 +415,16 @@ pub fn step_with_friction(
                     };
                     let credit = if friction.slip_credit {
                         let gap = contacts[k].gap;
-                        friction::slip_credit(bodies, c, mu, gap, params.beta, dt)
+                        friction::slip_credit(
+                            bodies,
+                            c,
+                            mu,
+                            gap,
+                            params.beta,
+                            dt,
+                            params.gravity,
+                            slip_change,
+                        )
                     } else {
                         0.0
                     };
@@ -602,6 +620,24 @@ pub fn step_with_friction(
             } else {
                 jc.iter().zip(&outcome.lambda).map(|(c, l)| 0.5 * l * c.separation).sum()
             };
+            // How much each frictional contact's slip speed grew in this jump, for the next
+            // step's slip credit.
+            let slip_change: Vec<f64> = if friction.slip_credit {
+                jc.iter()
+                    .zip(&fr)
+                    .map(|(c, f)| {
+                        if f.mu > 0.0 {
+                            let after = friction::relative_velocity_of(bodies, c, &u);
+                            let before = friction::relative_velocity(bodies, c);
+                            friction::slip_speed(after, c) - friction::slip_speed(before, c)
+                        } else {
+                            0.0
+                        }
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
             let warm_start = impulses.unwrap_or_else(|| {
                 outcome
                     .lambda
@@ -621,6 +657,7 @@ pub fn step_with_friction(
                 outcome,
                 keys: keys.clone(),
                 cones,
+                slip_change,
             }
         })
         .collect();
@@ -696,6 +733,7 @@ pub fn step_with_friction(
         } else {
             next_warm.record(&res.keys, &o.lambda);
         }
+        next_warm.record_slip_changes(&res.keys, &res.slip_change);
     }
     *warm = next_warm;
     let others = match (used_clarabel, used_warm, used_socp, used_nlgs, used_admm) {

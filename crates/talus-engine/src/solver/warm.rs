@@ -106,11 +106,13 @@ const NEIGHBOURS: [[i64; 3]; 26] = {
 };
 
 /// Multipliers of the previous step, by contact key: the normal percussion λ_N of every
-/// contact, and the friction percussion λ_T (world) of frictional ones.
+/// contact, and the friction percussion λ_T (world) of frictional ones; and, for the slip
+/// credit, how much each frictional contact's slip speed grew in the previous jump.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct WarmStart {
     lambda: KeyMap<f64>,
     tangential: KeyMap<Vector3<f64>>,
+    slip_change: KeyMap<f64>,
 }
 
 impl WarmStart {
@@ -143,6 +145,33 @@ impl WarmStart {
                 None => ContactImpulse::default(),
             })
             .collect()
+    }
+    /// The change of slip speed ‖v_T⁺‖ − ‖v_T⁻‖ of each contact in the previous step's
+    /// jump (m/s), looked up as [`WarmStart::initial_lambda`]; 0 when not recorded.
+    pub fn slip_changes(&self, keys: &[ContactKey]) -> Vec<f64> {
+        keys.iter()
+            .map(|k| self.find(k).and_then(|f| self.slip_change.get(&f).copied()).unwrap_or(0.0))
+            .collect()
+    }
+    /// Remember the changes of slip speed of a solved island's contacts (zero ones are
+    /// not stored).
+    pub fn record_slip_changes(&mut self, keys: &[ContactKey], changes: &[f64]) {
+        for (k, d) in keys.iter().zip(changes) {
+            if *d != 0.0 {
+                self.slip_change.insert(*k, *d);
+            }
+        }
+    }
+    /// Slip-change entries sorted by key (for checkpoints).
+    pub fn slip_change_entries(&self) -> Vec<(ContactKey, f64)> {
+        let mut v: Vec<_> = self.slip_change.iter().map(|(k, d)| (*k, *d)).collect();
+        v.sort_by_key(|a| a.0);
+        v
+    }
+    /// Add checkpointed slip-change entries.
+    pub fn with_slip_changes(mut self, entries: &[(ContactKey, f64)]) -> Self {
+        self.slip_change = entries.iter().copied().collect();
+        self
     }
     /// Remember the multipliers of a solved island.
     pub fn record(&mut self, keys: &[ContactKey], lambda: &[f64]) {
@@ -177,7 +206,7 @@ impl WarmStart {
     }
     /// From checkpointed entries.
     pub fn from_entries(entries: &[(ContactKey, f64)]) -> Self {
-        WarmStart { lambda: entries.iter().copied().collect(), tangential: KeyMap::default() }
+        WarmStart { lambda: entries.iter().copied().collect(), ..WarmStart::default() }
     }
 }
 
