@@ -173,7 +173,8 @@ struct IslandResult {
     /// The conic program, when the island had friction.
     cones: Option<ConeQp>,
     /// Change of each contact's slip speed in the jump, ‖v_T⁺‖ − ‖v_T⁻‖ (m/s; 0 for
-    /// frictionless contacts; empty without the slip credit).
+    /// frictionless contacts; empty without the slip credit or when the island was not
+    /// solved).
     slip_change: Vec<f64>,
 }
 
@@ -622,7 +623,7 @@ pub fn step_with_friction(
             };
             // How much each frictional contact's slip speed grew in this jump, for the next
             // step's slip credit.
-            let slip_change: Vec<f64> = if friction.slip_credit {
+            let slip_change: Vec<f64> = if friction.slip_credit && outcome.solved {
                 jc.iter()
                     .zip(&fr)
                     .map(|(c, f)| {

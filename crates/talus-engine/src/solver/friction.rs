@@ -352,7 +352,7 @@ pub fn slip_credit(
     if mu <= 0.0 {
         return 0.0;
     }
-    let growth = slip_change.clamp(0.0, gravity * dt);
+    let growth = if slip_change.is_finite() { slip_change.clamp(0.0, gravity * dt) } else { 0.0 };
     let slip = mu * (slip_speed(relative_velocity(bodies, c), c) + growth);
     slip + (beta * gap.max(0.0) / dt).min(slip)
 }

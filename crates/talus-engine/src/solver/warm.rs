@@ -154,7 +154,7 @@ impl WarmStart {
             .collect()
     }
     /// Remember the changes of slip speed of a solved island's contacts (zero ones are
-    /// not stored).
+    /// not stored; a key met twice keeps the last, as the percussions do).
     pub fn record_slip_changes(&mut self, keys: &[ContactKey], changes: &[f64]) {
         for (k, d) in keys.iter().zip(changes) {
             if *d != 0.0 {
