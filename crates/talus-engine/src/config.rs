@@ -231,6 +231,24 @@ pub struct PlaneConfig {
     pub normal: [f64; 3],
 }
 
+/// How a contact found with a positive gap Φ (at most `tolerance`) enters the jump.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum ContactGaps {
+    /// As if touching (the thesis's rule): its constraint c_kᵀu⁺ ≥ 0 and its κ terms
+    /// apply. A block within the tolerance of another is held apart from it, and damped by
+    /// κ, for as many steps as it stays there: a block released 1 cm above the ground with
+    /// a tolerance of 5 cm hovers there.
+    #[default]
+    Touching,
+    /// Speculative: the contact may close within the step, c_kᵀu⁺ ≥ −Φ/Δt, and its κ terms
+    /// apply only once it touches (Φ ≤ 0). A block released 1 cm above the ground falls
+    /// onto it; an impact first found with a gap closes without a bounce.
+    Speculative,
+}
+
 /// How residual penetration (a contact with gap δ < 0) is removed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -335,6 +353,9 @@ pub struct Config {
     pub kappa: Kappa,
     /// Contacts are kept when their gap is at most this, m.
     pub tolerance: f64,
+    /// How a contact with a positive gap enters the jump: `touching` (the thesis's rule,
+    /// default) or `speculative` (it may close within the step; κ once it touches).
+    pub gaps: ContactGaps,
     /// Removal of residual penetration.
     pub separation: SeparationConfig,
     /// Rotation between jumps: constant ω (pure A-CD²) or torque-free Euler motion.
@@ -425,6 +446,7 @@ impl Default for Config {
             gravity: 9.81,
             kappa: Kappa::Thesis { factor: 0.5 },
             tolerance: 1e-3,
+            gaps: ContactGaps::Touching,
             separation: SeparationConfig::default(),
             rotation: RotationModel::default(),
             solver: SolverConfig::default(),

@@ -178,6 +178,7 @@ impl Simulation {
             },
             rotation: config.rotation,
             solver: config.solver.clone(),
+            gaps: config.gaps,
         };
         let mut blocks = blocks;
         if let Some(p) = config.perturbation {

@@ -17,7 +17,7 @@
 //! the dissipation (Clausius–Duhem).
 
 use crate::body::Block;
-use crate::config::{Kappa, SolverConfig};
+use crate::config::{ContactGaps, Kappa, SolverConfig};
 use crate::geometry::contact::{Contact, ContactKind, Other};
 use crate::rotation::{self, RotationModel};
 use crate::solver::admm;
@@ -79,6 +79,8 @@ pub struct StepParams {
     pub rotation: RotationModel,
     /// QP solver.
     pub solver: SolverConfig,
+    /// How a contact with a positive gap enters the jump.
+    pub gaps: ContactGaps,
 }
 
 /// How a step removes residual penetration (see [`crate::config::SeparationMethod`]).
@@ -288,7 +290,17 @@ pub fn prepare(params: &StepParams, blocks: &[Block], contacts: &[Contact]) -> P
                     }
                 })
                 .collect();
-            for c in jc.iter_mut() {
+            for (c, &k) in jc.iter_mut().zip(&island.contacts) {
+                // A speculative contact may close its gap Φ within the step: the step moves
+                // the contact by Δt (v_N⁻ + v_N⁺)/2, so v_N⁺ ≥ −2Φ/Δt − v_N⁻ keeps it from
+                // penetrating. It is relaxed only as far as that allows approach (never a
+                // demand to separate): a contact approaching faster than it can close its
+                // gap stays as touching, κ and all. The only negative "separation".
+                let gap = contacts[k].gap;
+                if params.gaps == ContactGaps::Speculative && gap > 0.0 {
+                    let vn = c.normal.dot(&friction::relative_velocity(&bodies, c));
+                    c.separation = (-2.0 * gap / dt - vn).min(0.0);
+                }
                 let (kn, kt) = match params.kappa {
                     KappaLaw::Global { normal, tangential } => (normal, tangential),
                     KappaLaw::Restitution { e, tangential_ratio } => {
@@ -297,8 +309,10 @@ pub fn prepare(params: &StepParams, blocks: &[Block], contacts: &[Contact]) -> P
                         (kn, tangential_ratio * kn)
                     }
                 };
-                c.kappa_n = kn;
-                c.kappa_t = kt;
+                // κ does not act on a contact relaxed as speculative.
+                let apart = c.separation < 0.0;
+                c.kappa_n = if apart { 0.0 } else { kn };
+                c.kappa_t = if apart { 0.0 } else { kt };
             }
             let keys: Vec<ContactKey> =
                 island.contacts.iter().map(|&k| contact_key(blocks, &contacts[k])).collect();
@@ -415,7 +429,8 @@ pub fn step_with_friction(
                         friction.mu(kind)
                     };
                     let credit = if friction.slip_credit {
-                        let gap = contacts[k].gap;
+                        // A speculative contact's gap is closed by its constraint already.
+                        let gap = if c.separation < 0.0 { 0.0 } else { contacts[k].gap };
                         friction::slip_credit(
                             bodies,
                             c,
@@ -542,7 +557,7 @@ pub fn step_with_friction(
             if cones.is_none() && !outcome.solved && jc.iter().any(|c| c.separation > 0.0) {
                 let mut q = qp.clone();
                 for (r, c) in q.r.iter_mut().zip(jc.iter()) {
-                    *r -= 0.5 * c.separation;
+                    *r -= 0.5 * c.separation.max(0.0);
                 }
                 let dense = (bodies.len() <= params.solver.dense_max_bodies())
                     .then(|| solve_dense(&q, params.solver.dense_tolerance()))
@@ -619,7 +634,9 @@ pub fn step_with_friction(
             let separation_work: f64 = if relaxed {
                 0.0
             } else {
-                jc.iter().zip(&outcome.lambda).map(|(c, l)| 0.5 * l * c.separation).sum()
+                // Only the correction's separation velocities do work; a speculative contact's
+                // closing is the jump's own (its energy is in the dissipation).
+                jc.iter().zip(&outcome.lambda).map(|(c, l)| 0.5 * l * c.separation.max(0.0)).sum()
             };
             // How much each frictional contact's slip speed grew in this jump, for the next
             // step's slip credit.

@@ -573,8 +573,10 @@ pub fn solve_island(
     if first.outcome.solved || !contacts.iter().any(|c| c.separation > 0.0) {
         return (first, false, cq);
     }
-    let relaxed: Vec<JumpContact> =
-        contacts.iter().map(|c| JumpContact { separation: 0.0, ..c.clone() }).collect();
+    let relaxed: Vec<JumpContact> = contacts
+        .iter()
+        .map(|c| JumpContact { separation: c.separation.min(0.0), ..c.clone() })
+        .collect();
     let cq2 = assemble_cones(base, bodies, &relaxed, friction);
     let retry = solve(&cq2, tolerance, max_iterations);
     if retry.outcome.solved {

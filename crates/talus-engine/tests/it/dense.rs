@@ -342,6 +342,7 @@ fn infeasible_island_falls_back() {
         max_separation: 1.0,
         correction: Correction::Velocity,
         rotation: RotationModel::ConstantOmega,
+        gaps: talus_engine::config::ContactGaps::Touching,
         solver,
     };
     let rep = step_with_contacts(&params, &mut blocks, &contacts, &mut WarmStart::default());

@@ -19,6 +19,7 @@ fn params(dt: f64, gravity: f64, kn: f64, kt: f64) -> StepParams {
         max_separation: 1.0,
         correction: Correction::Velocity,
         rotation: RotationModel::ConstantOmega,
+        gaps: talus_engine::config::ContactGaps::Touching,
         solver: SolverConfig::Clarabel {
             tolerance: 1e-11,
             max_iterations: 200,

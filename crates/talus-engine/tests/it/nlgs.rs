@@ -45,6 +45,7 @@ fn params(kn: f64, kt: f64, solver: SolverConfig) -> StepParams {
         max_separation: 1.0,
         correction: Correction::Position { slop: 0.0, iterations: 20, tolerance: 0.0 },
         rotation: RotationModel::ConstantOmega,
+        gaps: talus_engine::config::ContactGaps::Touching,
         solver,
     }
 }
