@@ -243,9 +243,11 @@ pub enum ContactGaps {
     /// a tolerance of 5 cm hovers there.
     #[default]
     Touching,
-    /// Speculative: the contact may close within the step, c_kᵀu⁺ ≥ −Φ/Δt, and its κ terms
-    /// apply only once it touches (Φ ≤ 0). A block released 1 cm above the ground falls
-    /// onto it; an impact first found with a gap closes without a bounce.
+    /// Speculative: the contact may close its gap within the step, as far as the step's
+    /// motion Δt (v_N⁻ + v_N⁺)/2 allows, v_N⁺ ≥ min(0, −2Φ/Δt − v_N⁻), and its κ terms do
+    /// not act while that bound is below 0. A block released 1 cm above the ground falls
+    /// onto it. A contact approaching faster than it can close its gap is taken as
+    /// touching (κ and all, so it bounces); a slower one closes without a bounce.
     Speculative,
 }
 

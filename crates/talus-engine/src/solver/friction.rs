@@ -201,8 +201,8 @@ pub struct FrictionConfig {
     /// Law of block–terrain and block–plane contacts (absent: frictionless).
     pub block_terrain: Option<FrictionLaw>,
     /// Shift each frictional cone by the slip speed the jump is expected to leave,
-    /// γ = μ s with s = ‖v_T⁻‖ + max(Δs, 0) (m/s; Δs the contact's growth of slip in the
-    /// previous jump), plus min(β Φ/Δt, μ s) for a gap Φ > 0, so the relaxation's spurious
+    /// γ = μ s with s = ‖v_T⁻‖ + min(max(Δs, 0), g Δt) (m/s; Δs the contact's growth of
+    /// slip in the previous jump), plus min(β Φ/Δt, μ s) for a gap Φ > 0, so the relaxation's spurious
     /// lift-off is μ(‖v_T⁺‖ − s) (0 in a steady slide, O(Δt) when a contact starts
     /// sliding) instead of μ‖v_T⁺‖ (the "hop"), and a sliding block stays on its support.
     /// Contacts at rest are unaffected. `false`: Anitescu's relaxation as it stands.

@@ -907,6 +907,19 @@ fn velocity_weakening_slide_follows_its_ode() {
     assert!(speed < 1e-9, "Coulomb μ_s still sliding at {speed} m/s");
 }
 
+/// `block` alone on the plane through the origin with normal `n` for `seconds` under
+/// Coulomb friction μ (with the slip credit), contacts within `tol`; the block at the end.
+fn slide(p: &StepParams, mu: f64, block: Block, n: Vector3<f64>, tol: f64, seconds: f64) -> Block {
+    let mut blocks = vec![block];
+    let mut warm = WarmStart::default();
+    for _ in 0..(seconds / p.dt).round() as usize {
+        let contacts = plane_contacts(&blocks, n, tol);
+        let rep = step_with_friction(p, &coulomb(mu, true), &mut blocks, &contacts, &mut warm);
+        assert!(rep.status.is_solved());
+    }
+    blocks.pop().expect("one block")
+}
+
 /// A block sliding down 35° with μ = 0.3 under the restitution κ law (e = 0.22, κ_T = 0)
 /// and a contact tolerance of 5 cm: its acceleration over 2 s is g(sin θ − μ cos θ) to
 /// 1e-6 at every Δt from 0.04 s to 0.005 s. The slip credit extrapolates each contact's
@@ -926,15 +939,7 @@ fn sliding_acceleration_holds_at_every_dt() {
             kappa: KappaLaw::Restitution { e: 0.22, tangential_ratio: 0.0 },
             ..params(0.0, 0.0)
         };
-        let steps = (2.0 / dt).round() as usize;
-        let mut blocks = vec![b];
-        let mut warm = WarmStart::default();
-        for _ in 0..steps {
-            let contacts = plane_contacts(&blocks, n, 0.05);
-            let rep = step_with_friction(&p, &coulomb(mu, true), &mut blocks, &contacts, &mut warm);
-            assert!(rep.status.is_solved());
-        }
-        let a_v = blocks[0].vel.dot(&d) / (steps as f64 * dt);
+        let a_v = slide(&p, mu, b, n, 0.05, 2.0).vel.dot(&d) / 2.0;
         eprintln!("Δt = {dt} s: a = {a_v:.5} m/s² against {a:.5} ({:.2e} rel)", a_v / a - 1.0);
         assert!((a_v / a - 1.0).abs() < 1e-6, "Δt = {dt} s: a = {a_v} against {a}");
     }
@@ -962,16 +967,9 @@ fn sliding_within_the_correction_slop_keeps_its_acceleration() {
             beta: 0.8,
             ..params(0.0, 0.0)
         };
-        let steps = (2.0 / dt).round() as usize;
-        let mut blocks = vec![b];
-        let mut warm = WarmStart::default();
-        for _ in 0..steps {
-            let contacts = plane_contacts(&blocks, n, 0.002);
-            let rep = step_with_friction(&p, &coulomb(mu, true), &mut blocks, &contacts, &mut warm);
-            assert!(rep.status.is_solved());
-        }
-        let a_v = blocks[0].vel.dot(&d) / (steps as f64 * dt);
-        let depth = 0.25 - n.dot(&blocks[0].pos);
+        let end = slide(&p, mu, b, n, 0.002, 2.0);
+        let a_v = end.vel.dot(&d) / 2.0;
+        let depth = 0.25 - n.dot(&end.pos);
         eprintln!(
             "Δt = {dt} s: a = {a_v:.5} m/s² against {a:.5} ({:.2e} rel), {:.1} mm deep",
             a_v / a - 1.0,
