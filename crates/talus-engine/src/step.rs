@@ -415,38 +415,32 @@ pub fn step_with_friction(
             } else {
                 vec![0.0; keys.len()]
             };
-            let fr: Vec<ContactFriction> = island
+            // Each frictional contact's μ and slip credit, and its slip speed before the jump
+            // (computed once: μ, the credit and the next step's growth of slip use it).
+            let (fr, slip_before): (Vec<ContactFriction>, Vec<f64>) = island
                 .contacts
                 .iter()
                 .zip(jc.iter())
                 .zip(&slip_changes)
                 .map(|((&k, c), &slip_change)| {
                     let kind = contacts[k].kind();
-                    let mu = if slip_dependent {
-                        let v = friction::relative_velocity(bodies, c);
-                        friction.mu_at(kind, (v - c.normal * c.normal.dot(&v)).norm())
-                    } else {
-                        friction.mu(kind)
-                    };
+                    let mu_rest = friction.mu(kind);
+                    if mu_rest <= 0.0 {
+                        return (ContactFriction { mu: 0.0, credit: 0.0 }, 0.0);
+                    }
+                    let slip = friction::slip_speed(friction::relative_velocity(bodies, c), c);
+                    let mu = if slip_dependent { friction.mu_at(kind, slip) } else { mu_rest };
                     let credit = if friction.slip_credit {
                         // A speculative contact's gap is closed by its constraint already.
                         let gap = if c.separation < 0.0 { 0.0 } else { contacts[k].gap };
-                        friction::slip_credit(
-                            bodies,
-                            c,
-                            mu,
-                            gap,
-                            params.beta,
-                            dt,
-                            params.gravity,
-                            slip_change,
-                        )
+                        let (beta, g) = (params.beta, params.gravity);
+                        friction::slip_credit(mu, slip, gap, beta, dt, g, slip_change)
                     } else {
                         0.0
                     };
-                    ContactFriction { mu, credit }
+                    (ContactFriction { mu, credit }, slip)
                 })
-                .collect();
+                .unzip();
             let mut cones: Option<ConeQp> = None;
             let mut relaxed = false;
             let mut relaxed_qp: Option<Qp> = None;
@@ -642,12 +636,11 @@ pub fn step_with_friction(
             // step's slip credit.
             let slip_change: Vec<f64> = if friction.slip_credit && outcome.solved {
                 jc.iter()
-                    .zip(&fr)
-                    .map(|(c, f)| {
+                    .zip(fr.iter().zip(&slip_before))
+                    .map(|(c, (f, &before))| {
                         if f.mu > 0.0 {
                             let after = friction::relative_velocity_of(bodies, c, &u);
-                            let before = friction::relative_velocity(bodies, c);
-                            friction::slip_speed(after, c) - friction::slip_speed(before, c)
+                            friction::slip_speed(after, c) - before
                         } else {
                             0.0
                         }

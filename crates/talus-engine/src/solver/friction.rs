@@ -323,26 +323,38 @@ fn u6(b: &JumpBody) -> SVector<f64, 6> {
 
 /// Relative velocity R_k u⁻ of contact `c` before the jump (i's point minus j's), m/s.
 pub fn relative_velocity(bodies: &[JumpBody], c: &JumpContact) -> Vector3<f64> {
-    let v = |b: &JumpBody| b.vel + b.omega.cross(&(c.point - b.pos));
-    let mut w = v(&bodies[c.i]);
+    relative_velocity_with(bodies, c, |b| (bodies[b].vel, bodies[b].omega))
+}
+
+/// Relative velocity of contact `c` (i's point minus j's) when body b moves with
+/// `motion(b)` = (velocity, angular velocity), m/s.
+fn relative_velocity_with(
+    bodies: &[JumpBody],
+    c: &JumpContact,
+    motion: impl Fn(usize) -> (Vector3<f64>, Vector3<f64>),
+) -> Vector3<f64> {
+    let v = |b: usize| {
+        let (vel, omega) = motion(b);
+        vel + omega.cross(&(c.point - bodies[b].pos))
+    };
+    let mut w = v(c.i);
     if let Some(j) = c.j {
-        w -= v(&bodies[j]);
+        w -= v(j);
     }
     w
 }
 
-/// Slip credit of a contact with gap Φ (see the module doc), m/s:
+/// Slip credit of a contact with friction coefficient `mu`, slip speed `slip` = ‖v_T⁻‖
+/// before the jump (m/s) and gap Φ (see the module doc), m/s:
 /// γ = μ s + min(β Φ⁺/Δt, μ s) with s = ‖v_T⁻‖ + min(max(Δs, 0), g Δt), where Δs is the
 /// change of the contact's slip speed in the previous step's jump (0 for a new contact):
 /// the slip speed the jump will leave, extrapolated, when the contact is speeding up as
 /// a slide under gravity can (an impact's jump is not extrapolated beyond g Δt). The
 /// second term closes (at the rate of the separation velocity, and only while sliding) a
 /// hover gap left by earlier slip.
-#[allow(clippy::too_many_arguments)]
 pub fn slip_credit(
-    bodies: &[JumpBody],
-    c: &JumpContact,
     mu: f64,
+    slip: f64,
     gap: f64,
     beta: f64,
     dt: f64,
@@ -353,8 +365,8 @@ pub fn slip_credit(
         return 0.0;
     }
     let growth = if slip_change.is_finite() { slip_change.clamp(0.0, gravity * dt) } else { 0.0 };
-    let slip = mu * (slip_speed(relative_velocity(bodies, c), c) + growth);
-    slip + (beta * gap.max(0.0) / dt).min(slip)
+    let credit = mu * (slip + growth);
+    credit + (beta * gap.max(0.0) / dt).min(credit)
 }
 
 /// The tangential part's length of a relative velocity `v` at contact `c`, m/s.
@@ -365,16 +377,10 @@ pub fn slip_speed(v: Vector3<f64>, c: &JumpContact) -> f64 {
 /// Relative velocity of contact `c` (i's point minus j's) with the bodies' velocities
 /// `u` (6 per body, the island's order: v then ω), m/s.
 pub fn relative_velocity_of(bodies: &[JumpBody], c: &JumpContact, u: &[f64]) -> Vector3<f64> {
-    let v = |b: usize| {
-        let vel = Vector3::new(u[6 * b], u[6 * b + 1], u[6 * b + 2]);
-        let omega = Vector3::new(u[6 * b + 3], u[6 * b + 4], u[6 * b + 5]);
-        vel + omega.cross(&(c.point - bodies[b].pos))
-    };
-    let mut w = v(c.i);
-    if let Some(j) = c.j {
-        w -= v(j);
-    }
-    w
+    relative_velocity_with(bodies, c, |b| {
+        let o = 6 * b;
+        (Vector3::new(u[o], u[o + 1], u[o + 2]), Vector3::new(u[o + 3], u[o + 4], u[o + 5]))
+    })
 }
 
 /// Build the conic program of an island from its frictionless QP `base` (whose H and p are

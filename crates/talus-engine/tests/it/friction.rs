@@ -550,7 +550,8 @@ fn painleve_rod() {
     let jump = |mu: f64, credit: bool| {
         let base = assemble(&bodies, &contacts, 0.0);
         let c = if credit {
-            friction::slip_credit(&bodies, &contact, mu, 0.0, 0.2, DT, G, 0.0)
+            let slip = friction::slip_speed(relative_velocity(&bodies, &contact), &contact);
+            friction::slip_credit(mu, slip, 0.0, 0.2, DT, G, 0.0)
         } else {
             0.0
         };
