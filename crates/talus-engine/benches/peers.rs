@@ -20,7 +20,7 @@
 //!   TALUS_BENCH_MAX_CONTACTS (1000) set its options;
 //! * TALUS_BENCH_SEPARATION = velocity: separation velocities (β = 0.2) instead of the
 //!   default position correction, to compare with the previous code in the same run;
-//! * TALUS_BENCH_TRACE = 1 prints a line per step with contacts (stderr);
+//! * TALUS_BENCH_TRACE = 1 prints a line per step with contacts (stderr), with its time;
 //! * TALUS_BENCH_THREADS = Talus's threads (default 1: as the peers run);
 //! * TALUS_BENCH_PEERS = comma-separated peers (default pybullet,rapier; empty: none;
 //!   `pybullet-multibody` is pybullet with `createMultiBody`'s default, a Featherstone
@@ -77,12 +77,14 @@ fn talus(n: usize, mu: f64, steps: u64, solver: &SolverConfig) -> Outcome {
         (0, 0u64, 0.0f64, 0, 0.0f64);
     let t0 = Instant::now();
     for _ in 0..steps {
+        let t_step = Instant::now();
         let (_, d) = sim.advance();
         if std::env::var("TALUS_BENCH_TRACE").is_ok() && d.jump.islands > 0 {
             let j = &d.jump;
             eprintln!(
-                "step {} islands {} vars {} solver {} status {} it {} sweeps {} acc {:.2e} rp {:.1e} rd {:.1e} fb {}",
+                "step {} ms {:.2} islands {} vars {} solver {} status {} it {} sweeps {} acc {:.2e} rp {:.1e} rd {:.1e} fb {}",
                 d.step,
+                t_step.elapsed().as_secs_f64() * 1e3,
                 j.islands,
                 j.qp_variables,
                 j.solver,
