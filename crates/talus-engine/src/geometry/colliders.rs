@@ -130,6 +130,8 @@ pub struct TinCollider {
     sharp_vertex: Vec<bool>,
     /// xy bounding box of each triangle.
     boxes: Vec<([f64; 2], [f64; 2])>,
+    /// Highest z of each triangle, m.
+    tops: Vec<f64>,
     /// Margin of the bounding boxes in [`TinCollider::triangle_contains_xy`]'s quick
     /// rejection, m: 1e-9 of the largest coordinate (and at least 1e-9 m), far above the
     /// barycentric coordinates' slack and rounding there.
@@ -227,6 +229,7 @@ impl TinCollider {
         }
         let mut normals = Vec::with_capacity(triangles.len());
         let mut boxes = Vec::with_capacity(triangles.len());
+        let mut tops = Vec::with_capacity(triangles.len());
         for (t, tri) in triangles.iter().enumerate() {
             for &index in tri {
                 if index as usize >= vertices.len() {
@@ -256,6 +259,7 @@ impl TinCollider {
                 return Err(ColliderError::Vertical { triangle: t, nz: n.z });
             }
             normals.push(n);
+            tops.push(a.z.max(b.z).max(c.z));
             boxes.push((
                 [a.x.min(b.x).min(c.x), a.y.min(b.y).min(c.y)],
                 [a.x.max(b.x).max(c.x), a.y.max(b.y).max(c.y)],
@@ -329,6 +333,7 @@ impl TinCollider {
             tri_edges,
             sharp_vertex,
             boxes,
+            tops,
             box_margin,
             grid,
         })
@@ -417,6 +422,19 @@ impl TinCollider {
             }
         });
         out.sort_unstable();
+    }
+
+    /// [`TinCollider::query_xy`] for a box of lowest point `lo[2]`, less the triangles it
+    /// cannot come within `tol` of: those under it by more than `tol / n_z`. Every point of
+    /// such a triangle is more than `tol` below the box, and a point of the box over it is
+    /// more than `tol` from its plane (its height h above the plane gives a distance
+    /// h n_z).
+    pub fn query_near(&self, lo: [f64; 3], hi: [f64; 3], tol: f64, out: &mut Vec<u32>) {
+        self.query_xy([lo[0], lo[1]], [hi[0], hi[1]], out);
+        out.retain(|&t| {
+            let below = lo[2] - self.tops[t as usize];
+            below <= 0.0 || below * self.normals[t as usize].z <= tol
+        });
     }
 
     /// Barycentric xy coordinates of (x, y) in triangle `t` (None if its xy area is zero).

@@ -114,7 +114,8 @@ fn detect_with(
                 scratch.clear();
                 if live(b) && moved(i) {
                     let a = broad::block_aabb(b, tol);
-                    tin.query_xy([a.min.x, a.min.y], [a.max.x, a.max.y], scratch);
+                    let (lo, hi) = ([a.min.x, a.min.y, a.min.z], [a.max.x, a.max.y, a.max.z]);
+                    tin.query_near(lo, hi, tol, scratch);
                 }
                 scratch.to_vec()
             })

@@ -538,6 +538,95 @@ fn tin_checks_input_and_answers_heights() {
     }
 }
 
+/// The triangles `query_near` leaves out of a box's `query_xy` list are those the box cannot
+/// touch: on a steep, rough TIN, with boxes from just above it to far above, `box_tin` finds
+/// the same touches, bit for bit, from either list, and the shorter list is shorter.
+#[test]
+fn triangles_left_out_under_a_box_are_ones_it_cannot_touch() {
+    use talus_engine::geometry::narrow::box_tin;
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let n = 16;
+    let mut verts = Vec::new();
+    for j in 0..=n {
+        for i in 0..=n {
+            let (x, y) = (i as f64, j as f64);
+            // A 72° mean slope with bumps: steep facets, where n_z is small.
+            let z = 3.0 * x + 0.4 * (y * 1.9).sin() + rng.random_range(-0.3..0.3);
+            verts.push(v(x, y, z));
+        }
+    }
+    let mut tris = Vec::new();
+    for j in 0..n {
+        for i in 0..n {
+            let k = (j * (n + 1) + i) as u32;
+            let m = (n + 1) as u32;
+            tris.push([k, k + 1, k + m + 1]);
+            tris.push([k, k + m + 1, k + m]);
+        }
+    }
+    let tin = TinCollider::new(verts, tris).unwrap();
+    let tol = 0.05;
+    let (mut all, mut near) = (Vec::new(), Vec::new());
+    let (mut touches_all, mut touches_near) = (Vec::new(), Vec::new());
+    let (mut total, mut kept, mut touching) = (0usize, 0usize, 0usize);
+    for k in 0..2000 {
+        let (x, y) = (rng.random_range(2.0..14.0), rng.random_range(2.0..14.0));
+        let size =
+            [rng.random_range(0.3..2.0), rng.random_range(0.3..2.0), rng.random_range(0.3..2.0)];
+        let rot = random_rot(&mut rng);
+        let mut b = block(k, size, v(x, y, 0.0), rot);
+        if k % 3 == 0 {
+            // The box's lowest corner just inside a triangle near its highest vertex, a
+            // little less than `tol` from its plane: a contact on a triangle whose top is
+            // more than `tol` under the box (h = 0.8 tol / n_z above the plane).
+            let t = rng.random_range(0..tin.len() as u32);
+            let tri = tin.triangle(t);
+            let top = *tri.iter().max_by(|p, q| p.z.total_cmp(&q.z)).unwrap();
+            let centroid = (tri[0] + tri[1] + tri[2]) / 3.0;
+            let q = top + (centroid - top) * 0.02;
+            let nn = tin.normal(t);
+            let plane = tri[0].z - (nn.x * (q.x - tri[0].x) + nn.y * (q.y - tri[0].y)) / nn.z;
+            let corner = b.corners().into_iter().min_by(|p, q| p.z.total_cmp(&q.z)).unwrap();
+            let target = v(q.x, q.y, plane + 0.8 * tol / nn.z);
+            b.pos += target - corner;
+        } else {
+            // Lowest point of the box on the terrain under its centre, then lifted by up to
+            // 3 m (half of these boxes by at most 5 tolerances).
+            let ground = tin.height_at(x, y).unwrap();
+            let low = broad::block_aabb(&b, 0.0).min.z - b.pos.z;
+            let lift = if k % 2 == 0 {
+                rng.random_range(-0.1..5.0 * tol)
+            } else {
+                rng.random_range(-0.5..3.0)
+            };
+            b.pos.z = ground - low + lift;
+        }
+        let a = broad::block_aabb(&b, tol);
+        tin.query_xy([a.min.x, a.min.y], [a.max.x, a.max.y], &mut all);
+        tin.query_near([a.min.x, a.min.y, a.min.z], [a.max.x, a.max.y, a.max.z], tol, &mut near);
+        assert!(near.iter().all(|t| all.contains(t)), "a subset of the xy query");
+        touches_all.clear();
+        touches_near.clear();
+        box_tin(&b, &tin, &all, tol, &mut touches_all);
+        box_tin(&b, &tin, &near, tol, &mut touches_near);
+        let bits = |ts: &[(u32, talus_engine::geometry::narrow::Touch)]| -> Vec<(u32, [u64; 7])> {
+            ts.iter()
+                .map(|(t, c)| {
+                    let (p, nn) = (c.point, c.normal);
+                    (*t, [p.x, p.y, p.z, nn.x, nn.y, nn.z, c.gap].map(f64::to_bits))
+                })
+                .collect()
+        };
+        assert_eq!(bits(&touches_all), bits(&touches_near), "box {k}");
+        total += all.len();
+        kept += near.len();
+        touching += !touches_all.is_empty() as usize;
+    }
+    // The test means something: many boxes touch, and many triangles are left out.
+    assert!(touching > 300, "{touching} boxes touching");
+    assert!((kept as f64) < 0.7 * total as f64, "{kept} of {total} triangles kept");
+}
+
 // ---------------------------------------------------------------- many blocks
 
 /// A jumble of touching and overlapping blocks above a ground plane and a wavy TIN.
