@@ -1,7 +1,7 @@
 //! The paving: blocks of one size, long edge vertical, rotated by the azimuth about z,
 //! arranged in straight strips (width b, along body axis 1) whose positions, and the
 //! positions of the columns inside each strip, are chosen on a lattice of step
-//! (a/m, b/m) to maximise the number of blocks; each column holds as many blocks as fit
+//! ((a + gap)/m, (b + gap)/m) to maximise the number of blocks; each column holds as many blocks as fit
 //! between the highest floor and the lowest ceiling under its footprint.
 //!
 //! Both choices are weighted-interval problems solved exactly by dynamic programming:
@@ -170,8 +170,11 @@ pub fn pave(
     if !(hi[0] - lo[0] >= a - TOL && hi[1] - lo[1] >= b - TOL) {
         return Vec::new();
     }
+    // The lattice's step divides an edge plus the gap: neighbouring blocks are then m steps
+    // apart, exactly a + gap (a step of a/m would leave them m + 1 steps apart whatever
+    // the gap, a twelfth of a block lost between every two at the default lattice).
     let m = p.lattice.max(1) as f64;
-    let (hu, hv) = (a / m, b / m);
+    let (hu, hv) = ((a + p.gap) / m, (b + p.gap) / m);
     let nu = ((hi[0] - lo[0] - a) / hu + 1e-9).floor() as usize + 1;
     let nv = ((hi[1] - lo[1] - b) / hv + 1e-9).floor() as usize + 1;
     let (ku, kv) = (spacing(a, p.gap, hu), spacing(b, p.gap, hv));

@@ -96,6 +96,29 @@ fn box_void_is_filled_exactly_by_blocks_that_divide_it() {
 }
 
 #[test]
+fn a_gap_between_blocks_costs_only_the_gap() {
+    // The 12 × 6 × 10 m box holds 3 × 2 × 2 blocks of 3.9 × 2.9 × 4.9 m 0.1 m apart
+    // (11.9 × 5.9 × 9.9 m). A lattice step of a/12 would put neighbours 13 steps apart
+    // (4.225 m instead of 4.0 along a): 2 × 1 × 2 blocks.
+    let (v, o) = box_void();
+    let gap = 0.1;
+    let config = Config { size: [3.9, 2.9, 4.9], azimuth: Some(0.0), gap, ..Config::default() };
+    let s = seed(&config, &v, Some(&o), Path::new("box"), &NoProgress).unwrap();
+    assert_eq!(s.summary.blocks, 12, "{:?}", s.summary);
+    assert_disjoint(&s.blocks);
+    assert_corners_inside(&s.blocks, &v, &o);
+    // Axis-aligned blocks: every pair is at least the gap apart along some axis.
+    for (i, a) in s.blocks.iter().enumerate() {
+        for b in &s.blocks[i + 1..] {
+            let apart = (0..3)
+                .map(|k| (a.centre[k] - b.centre[k]).abs() - 0.5 * (a.size[k] + b.size[k]))
+                .fold(f64::NEG_INFINITY, f64::max);
+            assert!(apart >= gap - 1e-9, "blocks {apart} m apart");
+        }
+    }
+}
+
+#[test]
 fn fitted_thickness_fills_each_column_to_its_ceiling() {
     // A 12 × 6 × 10 m box: blocks 4 × 3 × 4 m stack two to a column and leave 2 m under
     // the ceiling; fitted, the two share the 10 m, 5 m each, and fill the box.
