@@ -1,8 +1,8 @@
 //! The paving: blocks of one size, long edge vertical, rotated by the azimuth about z,
 //! arranged in straight strips (width b, along body axis 1) whose positions, and the
 //! positions of the columns inside each strip, are chosen on a lattice of step
-//! ((a + gap)/m, (b + gap)/m) to maximise the number of blocks; each column holds as many blocks as fit
-//! between the highest floor and the lowest ceiling under its footprint.
+//! ((a + gap)/m, (b + gap)/m) to maximise the number of blocks; each column holds as many
+//! blocks as fit between the highest floor and the lowest ceiling under its footprint.
 //!
 //! Both choices are weighted-interval problems solved exactly by dynamic programming:
 //! inside strip j, with `val(i)` the blocks of the column starting at lattice position i,

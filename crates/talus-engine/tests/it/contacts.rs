@@ -299,6 +299,21 @@ fn random_rotated_pairs_agree_with_the_separating_axis_theorem() {
 
 // ---------------------------------------------------------------- terrain
 
+/// The triangles of an (n + 1) × (n + 1) grid of vertices numbered row by row, two per
+/// square.
+fn grid_triangles(n: usize) -> Vec<[u32; 3]> {
+    let m = (n + 1) as u32;
+    let mut tris = Vec::with_capacity(2 * n * n);
+    for j in 0..n {
+        for i in 0..n {
+            let k = (j * (n + 1) + i) as u32;
+            tris.push([k, k + 1, k + m + 1]);
+            tris.push([k, k + m + 1, k + m]);
+        }
+    }
+    tris
+}
+
 fn flat_tin(z: impl Fn(f64, f64) -> f64) -> TinCollider {
     let vs = vec![
         v(-10.0, -10.0, z(-10.0, -10.0)),
@@ -492,15 +507,7 @@ fn tin_checks_input_and_answers_heights() {
             verts.push(v(x, y, f(x, y)));
         }
     }
-    let mut tris = Vec::new();
-    for j in 0..n {
-        for i in 0..n {
-            let k = (j * (n + 1) + i) as u32;
-            let m = (n + 1) as u32;
-            tris.push([k, k + 1, k + m + 1]);
-            tris.push([k, k + m + 1, k + m]);
-        }
-    }
+    let tris = grid_triangles(n);
     let tin = TinCollider::new(verts, tris).unwrap();
     assert_eq!(tin.len(), 2 * n * n);
     let mut out = Vec::new();
@@ -555,15 +562,7 @@ fn triangles_left_out_under_a_box_are_ones_it_cannot_touch() {
             verts.push(v(x, y, z));
         }
     }
-    let mut tris = Vec::new();
-    for j in 0..n {
-        for i in 0..n {
-            let k = (j * (n + 1) + i) as u32;
-            let m = (n + 1) as u32;
-            tris.push([k, k + 1, k + m + 1]);
-            tris.push([k, k + m + 1, k + m]);
-        }
-    }
+    let tris = grid_triangles(n);
     let tin = TinCollider::new(verts, tris).unwrap();
     let tol = 0.05;
     let (mut all, mut near) = (Vec::new(), Vec::new());
@@ -668,15 +667,7 @@ fn wavy_statics() -> Statics {
             verts.push(v(x, y, 0.2 * (x * 1.3).sin() * (y * 0.7).cos()));
         }
     }
-    let mut tris = Vec::new();
-    for j in 0..n {
-        for i in 0..n {
-            let k = (j * (n + 1) + i) as u32;
-            let m = (n + 1) as u32;
-            tris.push([k, k + 1, k + m + 1]);
-            tris.push([k, k + m + 1, k + m]);
-        }
-    }
+    let tris = grid_triangles(n);
     Statics {
         tin: Some(TinCollider::new(verts, tris).unwrap()),
         planes: vec![Plane::ground(0.0), Plane::new(v(0.0, 0.0, 0.0), v(1.0, 0.0, 0.2))],
