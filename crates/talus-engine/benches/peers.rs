@@ -16,7 +16,7 @@
 //! * TALUS_BENCH_SOLVER = nlgs | clarabel | warm (default nlgs); for nlgs
 //!   TALUS_BENCH_TOL (comma-separated tolerances, one Talus run each, default 1e-6; the
 //!   peers' ratio column then lists Talus / peer for each, in that order),
-//!   TALUS_BENCH_SWEEPS (100), TALUS_BENCH_FRICTIONAL_CONTACTS (16) and
+//!   TALUS_BENCH_SWEEPS (100), TALUS_BENCH_FRICTIONAL_CONTACTS (the engine's default, 0) and
 //!   TALUS_BENCH_MAX_CONTACTS (1000) set its options;
 //! * TALUS_BENCH_SEPARATION = velocity: separation velocities (β = 0.2) instead of the
 //!   default position correction, to compare with the previous code in the same run;
@@ -187,7 +187,10 @@ fn main() {
                 tolerance,
                 max_sweeps: env_f64("TALUS_BENCH_SWEEPS", 100.0) as u32,
                 fallback_tolerance: 1e-9,
-                frictional_max_contacts: env_f64("TALUS_BENCH_FRICTIONAL_CONTACTS", 16.0) as u32,
+                frictional_max_contacts: env_f64(
+                    "TALUS_BENCH_FRICTIONAL_CONTACTS",
+                    talus_engine::config::DEFAULT_NLGS_FRICTIONAL_CONTACTS.into(),
+                ) as u32,
                 max_contacts: env_f64(
                     "TALUS_BENCH_MAX_CONTACTS",
                     talus_engine::config::DEFAULT_NLGS_MAX_CONTACTS.into(),

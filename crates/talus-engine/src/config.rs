@@ -90,9 +90,14 @@ pub enum SolverConfig {
         /// Tolerance of the Clarabel fallback, 1.
         #[serde(default = "default_fallback_tolerance")]
         fallback_tolerance: f64,
-        /// Islands with friction and more contacts than this skip NLGS (to ADMM, then Clarabel)
-        /// (measured on the thesis heap N = 100, μ = 0.5: NLGS certified 98 % of the islands
-        /// under 10 contacts, 88 % of those of 10-19, 55 % of 20-29 and few above 90).
+        /// Islands with friction and more contacts than this skip NLGS (to ADMM, then
+        /// Clarabel). The default 0 sends every frictional island to ADMM: at the default
+        /// tolerance (1e-6) the sweeps, which certified most islands under 20 contacts,
+        /// cost more than they saved (thesis heap, μ = 0.5, one thread, session 42: N = 100
+        /// 0.58 s against 1.33-1.43 s with 16, N = 1000 11.1-11.7 s against 12.3-12.6 s,
+        /// N = 3000 62.8 s against 69.7 s). At 1e-3 the two were alike on the default
+        /// site (12.7-12.8 s against 12.0-13.0 s), which sets 16, its value when it was
+        /// calibrated.
         #[serde(default = "default_nlgs_frictional_contacts")]
         frictional_max_contacts: u32,
         /// Islands with more contacts than this, with or without friction, go to ADMM
@@ -120,8 +125,10 @@ pub enum SolverConfig {
     },
 }
 
+/// Default of `frictional_max_contacts`: every frictional island to ADMM.
+pub const DEFAULT_NLGS_FRICTIONAL_CONTACTS: u32 = 0;
 fn default_nlgs_frictional_contacts() -> u32 {
-    16
+    DEFAULT_NLGS_FRICTIONAL_CONTACTS
 }
 
 /// Contacts of the largest island NLGS is tried on, by default (the benches use it too).
