@@ -7,10 +7,10 @@
 //! retry (the position correction keeps every jump feasible). Measured (session 41,
 //! release, Δt = 0.02 s, contact tolerance 2 mm, correction slop 0, the slip credit
 //! extrapolated, recalibrated): 452 blocks, IoU 0.595, runout 317 m against 316 m, 19.1 %
-//! of the volume in the scar, every step solved, run stage 18.5 s on 2 cores. Session
-//! 40's: IoU 0.593, runout 318 m, 19.7 % in the scar, run stage 13.7 s. Session 29's (Δt = 0.04 s, tolerance 5 cm,
-//! slop 1 cm): IoU 0.600, runout 332 m, 18.3 % in the scar, run stage 17.6 s. Session
-//! 28's (the same parameters, other roundoff in the solver) had given IoU 0.615, a runout
+//! of the volume in the scar, every step solved, run stage 18.5 s on 2 cores (12.2 s in
+//! session 42, same outputs). Session 40's: IoU 0.593, runout 318 m, 19.7 % in the scar,
+//! run stage 13.7 s. Session 29's (Δt = 0.04 s, tolerance 5 cm, slop 1 cm): IoU 0.600,
+//! runout 332 m, 18.3 % in the scar, run stage 17.6 s. Session 28's (the same parameters, other roundoff in the solver) had given IoU 0.615, a runout
 //! of 323 m and 20.9 % in the scar. Session 21's (Δt = 0.02 s) had given IoU 0.602, a runout of 345 m, 15.4 % in the scar and a run
 //! stage of 46.5 s. Session 20's (correction on the predicted gaps) had given IoU 0.603 and a
 //! runout of 325 m; session 19's contacts and parameters had given IoU 0.600, a runout of 315 m and

@@ -409,20 +409,18 @@ pub fn step_with_friction(
     let results: Vec<IslandResult> = assembled
         .par_iter()
         .map(|AssembledIsland { island, qp, bodies, contacts: jc, keys }| {
+            // Where the previous step stored each contact's values (the warm start's and
+            // the slip credit's), looked up once.
+            let found = keys_prev.resolve(keys);
             // Coulomb friction: islands with a frictional contact are conic programs.
-            let slip_changes = if friction.slip_credit {
-                keys_prev.slip_changes(keys)
-            } else {
-                vec![0.0; keys.len()]
-            };
             // Each frictional contact's μ and slip credit, and its slip speed before the jump
             // (computed once: μ, the credit and the next step's growth of slip use it).
             let (fr, slip_before): (Vec<ContactFriction>, Vec<f64>) = island
                 .contacts
                 .iter()
                 .zip(jc.iter())
-                .zip(&slip_changes)
-                .map(|((&k, c), &slip_change)| {
+                .zip(&found)
+                .map(|((&k, c), &at)| {
                     let kind = contacts[k].kind();
                     let mu_rest = friction.mu(kind);
                     if mu_rest <= 0.0 {
@@ -434,6 +432,7 @@ pub fn step_with_friction(
                         // A speculative contact's gap is closed by its constraint already.
                         let gap = if c.separation < 0.0 { 0.0 } else { contacts[k].gap };
                         let (beta, g) = (params.beta, params.gravity);
+                        let slip_change = keys_prev.slip_change_at(at);
                         friction::slip_credit(mu, slip, gap, beta, dt, g, slip_change)
                     } else {
                         0.0
@@ -473,7 +472,7 @@ pub fn step_with_friction(
             } = params.solver
             {
                 let cq = friction::assemble_cones(qp, bodies, jc, &fr);
-                let initial = keys_prev.initial_impulses(keys);
+                let initial = keys_prev.impulses_at(&found);
                 // Work spent before the accepted method (sweeps and ADMM iterations).
                 let mut spent = 0;
                 let mut accepted = None;
@@ -542,7 +541,7 @@ pub fn step_with_friction(
                 (relaxed, cones) = (retried, Some(cq));
                 o
             } else {
-                solve_qp(&params.solver, qp, bodies.len(), || keys_prev.initial_lambda(keys))
+                solve_qp(&params.solver, qp, bodies.len(), || keys_prev.lambda_at(&found))
             };
             // Separation velocities demanded of a block wedged between opposing faces can
             // contradict each other (PrimalInfeasible). Without them the QP is always

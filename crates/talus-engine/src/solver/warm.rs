@@ -128,30 +128,38 @@ impl WarmStart {
             self.lambda.contains_key(&n).then_some(n)
         })
     }
+    /// Where each of these contacts' previous values are stored ([`Self::find`]), looked
+    /// up once for every use in a step.
+    pub fn resolve(&self, keys: &[ContactKey]) -> Vec<Option<ContactKey>> {
+        keys.iter().map(|k| self.find(k)).collect()
+    }
     /// Initial multipliers for these contacts: the previous step's multiplier of the same
     /// key, else of the same pair in a neighbouring cell, else 0.
     pub fn initial_lambda(&self, keys: &[ContactKey]) -> Vec<f64> {
-        keys.iter().map(|k| self.find(k).map_or(0.0, |f| self.lambda[&f])).collect()
+        self.lambda_at(&self.resolve(keys))
     }
-    /// Initial percussions (normal and friction) for these contacts, looked up as
-    /// [`WarmStart::initial_lambda`].
-    pub fn initial_impulses(&self, keys: &[ContactKey]) -> Vec<ContactImpulse> {
-        keys.iter()
-            .map(|k| match self.find(k) {
+    /// [`Self::initial_lambda`] of contacts already [resolved](Self::resolve).
+    pub fn lambda_at(&self, found: &[Option<ContactKey>]) -> Vec<f64> {
+        found.iter().map(|f| f.map_or(0.0, |f| self.lambda[&f])).collect()
+    }
+    /// Initial percussions (normal and friction) of contacts already
+    /// [resolved](Self::resolve); 0 for those not found.
+    pub fn impulses_at(&self, found: &[Option<ContactKey>]) -> Vec<ContactImpulse> {
+        found
+            .iter()
+            .map(|f| match f {
                 Some(f) => ContactImpulse {
-                    normal: self.lambda[&f],
-                    tangential: self.tangential.get(&f).copied().unwrap_or_else(Vector3::zeros),
+                    normal: self.lambda[f],
+                    tangential: self.tangential.get(f).copied().unwrap_or_else(Vector3::zeros),
                 },
                 None => ContactImpulse::default(),
             })
             .collect()
     }
-    /// The change of slip speed ‖v_T⁺‖ − ‖v_T⁻‖ of each contact in the previous step's
-    /// jump (m/s), looked up as [`WarmStart::initial_lambda`]; 0 when not recorded.
-    pub fn slip_changes(&self, keys: &[ContactKey]) -> Vec<f64> {
-        keys.iter()
-            .map(|k| self.find(k).and_then(|f| self.slip_change.get(&f).copied()).unwrap_or(0.0))
-            .collect()
+    /// The change of slip speed ‖v_T⁺‖ − ‖v_T⁻‖ of a [resolved](Self::resolve) contact in
+    /// the previous step's jump (m/s); 0 when not recorded.
+    pub fn slip_change_at(&self, found: Option<ContactKey>) -> f64 {
+        found.and_then(|f| self.slip_change.get(&f).copied()).unwrap_or(0.0)
     }
     /// Remember the changes of slip speed of a solved island's contacts (zero ones are
     /// not stored; a key met twice keeps the last, as the percussions do).
