@@ -306,6 +306,23 @@ pub struct SeparationConfig {
     /// each detects the contacts on the blocks as the previous one left them and corrects
     /// them; the passes stop at one that finds no penetration beyond `slop`.
     pub passes: u32,
+    /// Further passes after `passes` while a contact is still deep
+    /// (`position_after_motion`); none by default.
+    pub more_passes: Option<MorePasses>,
+}
+
+/// Passes of detection and correction after the first `passes`, while a contact is deeper
+/// than `slop + deeper_than`: they bound the penetration a step leaves. Correcting one
+/// contact turns its block, and the turn can press a corner the last pass did not see
+/// into a neighbour or the terrain; a further pass finds it. The test is free when nothing
+/// is that deep: the next step's detection reuses the last pass's contacts.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MorePasses {
+    /// Penetration beyond `slop` that asks for another pass, m (≥ 0).
+    pub deeper_than: f64,
+    /// Passes in all, at most (more than `passes`).
+    pub max_passes: u32,
 }
 
 impl Default for SeparationConfig {
@@ -318,6 +335,7 @@ impl Default for SeparationConfig {
             iterations: 20,
             tolerance: 0.0,
             passes: 1,
+            more_passes: None,
         }
     }
 }
@@ -562,6 +580,17 @@ impl Config {
             return bad(format!(
                 "separation: passes = {} must be at least 1, and more than 1 only with method = \"position_after_motion\"",
                 s.passes
+            ));
+        }
+        if let Some(m) = s.more_passes
+            && !(s.method == SeparationMethod::PositionAfterMotion
+                && m.deeper_than.is_finite()
+                && m.deeper_than >= 0.0
+                && m.max_passes > s.passes)
+        {
+            return bad(format!(
+                "separation: more_passes = {{ deeper_than = {}, max_passes = {} }} needs method = \"position_after_motion\", deeper_than >= 0 m and max_passes > passes = {}",
+                m.deeper_than, m.max_passes, s.passes
             ));
         }
         match self.solver {

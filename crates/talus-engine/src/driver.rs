@@ -1014,6 +1014,10 @@ pub fn run(
 /// warning (1 %; the default site keeps 0.5 %).
 pub const PENETRATION_WARNING_SHARE: f64 = 0.01;
 
+/// The penetration, as a share of the smallest block edge, the warning's suggested
+/// `more_passes` leaves at most (the default site's 1 cm on 4.8 m edges).
+pub const MORE_PASSES_SHARE: f64 = 0.002;
+
 impl Summary {
     /// The largest penetration as a share of the smallest block edge (`None` without blocks).
     pub fn penetration_share(&self) -> Option<f64> {
@@ -1059,9 +1063,11 @@ impl std::fmt::Display for Summary {
                 f,
                 "\n  warning: the largest penetration is {:.1} % of the smallest block edge (over {} %); \
                  more correction reduces it, e.g. `separation = {{ method = \"position_after_motion\", \
-                 passes = 4, iterations = 200 }}` in [run] (docs/solver.md, \"Choosing the correction\")",
+                 passes = 4, iterations = 200, more_passes = {{ deeper_than = {:.2e}, max_passes = 8 }} }}` \
+                 in [run] (docs/solver.md, \"Choosing the correction\")",
                 100.0 * share,
-                100.0 * PENETRATION_WARNING_SHARE
+                100.0 * PENETRATION_WARNING_SHARE,
+                MORE_PASSES_SHARE * s.smallest_edge
             )?;
         }
         if let Some(p) = &s.paraview {
@@ -1111,6 +1117,7 @@ mod tests {
             text.contains("method = \"position_after_motion\", passes = 4, iterations = 200"),
             "{text}"
         );
+        assert!(text.contains("more_passes = { deeper_than = 2.00e-2, max_passes = 8 }"), "{text}");
         let none = Summary::default();
         assert_eq!(none.penetration_share(), None);
         assert!(!none.to_string().contains("smallest block edge"));

@@ -173,6 +173,7 @@ impl Simulation {
                     iterations: config.separation.iterations,
                     tolerance: config.separation.tolerance,
                     passes: config.separation.passes,
+                    more: config.separation.more_passes,
                 },
                 SeparationMethod::Velocity => Correction::Velocity,
             },
@@ -310,14 +311,20 @@ impl Simulation {
             &contacts,
             &mut self.warm,
         );
-        if let Correction::AfterMotion { slop, iterations, tolerance, passes } =
+        if let Correction::AfterMotion { slop, iterations, tolerance, passes, more } =
             self.params.correction
         {
-            for _ in 0..passes {
+            let (deep, most) =
+                more.map_or((f64::INFINITY, passes), |m| (slop + m.deeper_than, m.max_passes));
+            for pass in 0..most {
                 let mut after = DetectTimings::default();
                 let contacts = self.detect_moved(&mut after);
                 timings.broad += after.broad;
                 timings.narrow += after.narrow;
+                // Past the first `passes`, only a contact deeper than `deep` asks for more.
+                if pass >= passes && contacts.iter().all(|c| -c.gap <= deep) {
+                    break;
+                }
                 match correct_after_motion(
                     &mut self.blocks,
                     &contacts,

@@ -17,7 +17,7 @@
 //! the dissipation (Clausius–Duhem).
 
 use crate::body::Block;
-use crate::config::{ContactGaps, Kappa, SolverConfig};
+use crate::config::{ContactGaps, Kappa, MorePasses, SolverConfig};
 use crate::geometry::contact::{Contact, ContactKind, Other};
 use crate::rotation::{self, RotationModel};
 use crate::solver::admm;
@@ -94,8 +94,15 @@ pub enum Correction {
     Position { slop: f64, iterations: u32, tolerance: f64 },
     /// The same on the gaps detected after the motion: done by the caller once the blocks
     /// have moved ([`crate::sim::Simulation::advance`]); the step itself corrects nothing.
-    /// `passes` of detection and correction.
-    AfterMotion { slop: f64, iterations: u32, tolerance: f64, passes: u32 },
+    /// `passes` of detection and correction, then up to `more` further ones while a
+    /// contact is deeper than `slop` + its `deeper_than`.
+    AfterMotion {
+        slop: f64,
+        iterations: u32,
+        tolerance: f64,
+        passes: u32,
+        more: Option<MorePasses>,
+    },
 }
 
 /// A QP that was not solved, kept for the dump.

@@ -4,7 +4,9 @@
 
 use nalgebra::{UnitQuaternion, Vector3};
 use talus_engine::body::Block;
-use talus_engine::config::{Config, Kappa, PlaneConfig, SeparationConfig, SeparationMethod};
+use talus_engine::config::{
+    Config, Kappa, MorePasses, PlaneConfig, SeparationConfig, SeparationMethod,
+};
 use talus_engine::driver::statics;
 use talus_engine::sim::Simulation;
 
@@ -111,6 +113,45 @@ fn each_pass_after_the_motion_removes_beta_of_what_the_last_one_left() {
         let st = statics(&config, None);
         let err = Simulation::new(config, vec![cube(0.1, 20.0)], st).err().expect("refused");
         assert!(err.to_string().contains("passes"), "{method:?}, {passes} passes: {err}");
+    }
+}
+
+/// The same fall with one pass and `more_passes`: further passes run while the cube is
+/// deeper than `deeper_than`, and stop at the first that finds it within it, or at
+/// `max_passes`. With `deeper_than` between 0.2³ and 0.2² of the free-fall penetration
+/// the cube ends at 0.2³ of it (three passes), with `max_passes` = 2 at 0.2², and with a
+/// `deeper_than` above the whole penetration at 0.2 (the first pass alone). `more_passes`
+/// is refused with the other methods, a negative depth, or `max_passes` ≤ `passes`.
+#[test]
+fn more_passes_run_while_a_contact_is_deeper_than_asked() {
+    let z1 = 0.1 - DT * (20.0 + G * DT / 2.0);
+    let depth = -z1;
+    for (deeper_than, max_passes, passes_run) in
+        [(2.0 * 0.008 * depth, 8, 3), (2.0 * 0.008 * depth, 2, 2), (1.5 * depth, 8, 1)]
+    {
+        let mut config = config(SeparationMethod::PositionAfterMotion, G);
+        config.separation.more_passes = Some(MorePasses { deeper_than, max_passes });
+        let st = statics(&config, None);
+        let mut sim = Simulation::new(config, vec![cube(0.1, 20.0)], st).expect("simulation");
+        sim.advance();
+        let b = &sim.blocks[0];
+        let (bottom, expected) = (b.pos.z - 0.5, 0.2f64.powi(passes_run) * z1);
+        assert!(
+            (bottom - expected).abs() < 1e-9,
+            "deeper_than {deeper_than} m, max_passes {max_passes}: bottom {bottom} m, \
+             expected {expected} m ({passes_run} passes)"
+        );
+    }
+    for (method, more) in [
+        (SeparationMethod::Position, MorePasses { deeper_than: 0.01, max_passes: 4 }),
+        (SeparationMethod::PositionAfterMotion, MorePasses { deeper_than: -0.01, max_passes: 4 }),
+        (SeparationMethod::PositionAfterMotion, MorePasses { deeper_than: 0.01, max_passes: 1 }),
+    ] {
+        let mut config = config(method, G);
+        config.separation.more_passes = Some(more);
+        let st = statics(&config, None);
+        let err = Simulation::new(config, vec![cube(0.1, 20.0)], st).err().expect("refused");
+        assert!(err.to_string().contains("more_passes"), "{method:?}, {more:?}: {err}");
     }
 }
 
