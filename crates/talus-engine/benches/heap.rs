@@ -263,7 +263,8 @@ fn main() {
             tolerance: 1e-6,
             max_sweeps: 100,
             fallback_tolerance: 1e-9,
-            frictional_max_contacts: 64,
+            // The heaps here are frictionless: the engine's default, for the record.
+            frictional_max_contacts: talus_engine::config::DEFAULT_NLGS_FRICTIONAL_CONTACTS,
             max_contacts: env_or(
                 "TALUS_BENCH_MAX_CONTACTS",
                 talus_engine::config::DEFAULT_NLGS_MAX_CONTACTS,
