@@ -306,8 +306,9 @@ pub struct SeparationConfig {
     /// each detects the contacts on the blocks as the previous one left them and corrects
     /// them; the passes stop at one that finds no penetration beyond `slop`.
     pub passes: u32,
-    /// Further passes after `passes` while a contact is still deep
-    /// (`position_after_motion`); none by default.
+    /// Further passes after `passes` while a contact is deeper than `slop` + `deeper_than`
+    /// (m), up to `max_passes` passes in all (`position_after_motion`), e.g.
+    /// `{ deeper_than = 0.01, max_passes = 8 }`; none by default.
     pub more_passes: Option<MorePasses>,
 }
 
