@@ -315,8 +315,9 @@ pub struct SeparationConfig {
 /// Passes of detection and correction after the first `passes`, while a contact is deeper
 /// than `slop + deeper_than`: they bound the penetration a step leaves. Correcting one
 /// contact turns its block, and the turn can press a corner the last pass did not see
-/// into a neighbour or the terrain; a further pass finds it. The test is free when nothing
-/// is that deep: the next step's detection reuses the last pass's contacts.
+/// into a neighbour or the terrain; a further pass finds it. The test costs nothing when
+/// nothing is that deep: no block moves after it, so the next step's detection returns
+/// its contacts as they are.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MorePasses {

@@ -1011,7 +1011,7 @@ pub fn run(
 }
 
 /// A largest penetration above this share of the smallest block edge is reported as a
-/// warning (1 %; the default site keeps 0.5 %).
+/// warning (1 %; the default site keeps 0.2 %).
 pub const PENETRATION_WARNING_SHARE: f64 = 0.01;
 
 /// The penetration, as a share of the smallest block edge, the warning's suggested

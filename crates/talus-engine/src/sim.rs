@@ -211,11 +211,18 @@ impl Simulation {
     }
 
     /// [`Simulation::detect`], computing again only the contacts of the blocks that moved
-    /// since the last call (the same contacts, in the same order).
+    /// since the last call (the same contacts, in the same order); when none moved (nor
+    /// was deactivated), the last call's contacts as they are.
     fn detect_moved(&mut self, timings: &mut DetectTimings) -> Vec<Contact> {
         let params = DetectParams { tolerance: self.config.tolerance };
         let poses: Vec<Pose> = self.blocks.iter().map(Pose::of).collect();
         let contacts = match self.last_detection.take() {
+            Some((previous, before, tolerance))
+                if before == poses && tolerance == params.tolerance =>
+            {
+                *timings = DetectTimings::default();
+                previous
+            }
             Some((previous, before, tolerance))
                 if before.len() == poses.len() && tolerance == params.tolerance =>
             {

@@ -753,6 +753,11 @@ fn detecting_again_after_some_blocks_moved_is_a_full_detection() {
         let stale =
             detect_again(&blocks, &statics, &params, &mut t, &previous, &vec![false; blocks.len()]);
         assert_ne!(bits(&stale), bits(&full), "round {round}: the moves must change contacts");
+        // Nothing moved since: the contacts as they were (what `Simulation` returns without
+        // detecting when no block's pose or activity changed).
+        let unchanged =
+            detect_again(&blocks, &statics, &params, &mut t, &full, &vec![false; blocks.len()]);
+        assert_eq!(bits(&unchanged), bits(&full), "round {round}: nothing moved");
         previous = full;
     }
 }
