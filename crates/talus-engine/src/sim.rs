@@ -218,16 +218,15 @@ impl Simulation {
         let poses: Vec<Pose> = self.blocks.iter().map(Pose::of).collect();
         let contacts = match self.last_detection.take() {
             Some((previous, before, tolerance))
-                if before == poses && tolerance == params.tolerance =>
-            {
-                *timings = DetectTimings::default();
-                previous
-            }
-            Some((previous, before, tolerance))
                 if before.len() == poses.len() && tolerance == params.tolerance =>
             {
                 let moved: Vec<bool> = before.iter().zip(&poses).map(|(a, b)| a != b).collect();
-                detect_again(&self.blocks, &self.statics, &params, timings, &previous, &moved)
+                if moved.contains(&true) {
+                    detect_again(&self.blocks, &self.statics, &params, timings, &previous, &moved)
+                } else {
+                    *timings = DetectTimings::default();
+                    previous
+                }
             }
             _ => detect(&self.blocks, &self.statics, &params, timings),
         };
