@@ -285,7 +285,6 @@ impl BlockCholesky {
                 fill[i] += 1;
             }
         }
-        let n_blocks = rows.len();
         BlockCholesky {
             start,
             end,
@@ -294,7 +293,8 @@ impl BlockCholesky {
             row_ptr,
             row_pos,
             diag_inv: vec![Matrix6::zeros(); nb],
-            blocks: vec![Matrix6::zeros(); n_blocks],
+            // Written by each factorisation.
+            blocks: Vec::new(),
             map: vec![usize::MAX; nb],
             split,
         }
@@ -336,12 +336,19 @@ impl BlockCholesky {
     ) -> bool {
         assert_eq!(diag.len(), self.n_blocks());
         assert_eq!(positions.len(), values.len());
+        // L's storage in one pass: K's blocks at their positions, zero fill elsewhere.
         let mut blocks = std::mem::take(&mut self.blocks);
         let mut map = std::mem::take(&mut self.map);
-        blocks.fill(Matrix6::zeros());
-        for (&p, v) in positions.iter().zip(values) {
-            blocks[p] = *v;
-        }
+        blocks.clear();
+        let mut next = positions.iter().zip(values).peekable();
+        blocks.extend((0..self.rows.len()).map(|p| match next.peek() {
+            Some(&(&q, v)) if q == p => {
+                next.next();
+                *v
+            }
+            _ => Matrix6::zeros(),
+        }));
+        assert!(next.next().is_none(), "the positions are ascending and within L");
         let mut inverses = Vec::with_capacity(self.n_blocks());
         let ok = match (&self.split, pair) {
             (Some(split), Some(pair)) => {

@@ -552,8 +552,9 @@ impl BlockK {
             pos,
             chol,
             row_target,
-            diag: h_diag.clone(),
-            lower: h_lower.clone(),
+            // Written by each factorisation.
+            diag: Vec::new(),
+            lower: Vec::new(),
             h_diag,
             h_lower,
             k_positions,
@@ -574,8 +575,10 @@ impl BlockK {
         active: &[bool],
         pair: Option<&Pair>,
     ) -> bool {
-        self.diag.copy_from_slice(&self.h_diag);
-        self.lower.copy_from_slice(&self.h_lower);
+        self.diag.clear();
+        self.diag.extend_from_slice(&self.h_diag);
+        self.lower.clear();
+        self.lower.extend_from_slice(&self.h_lower);
         for (k, &(pa, second)) in self.row_target.iter().enumerate() {
             if !active[k] {
                 continue;
