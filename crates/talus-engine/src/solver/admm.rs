@@ -51,6 +51,7 @@ use crate::solver::friction::ConeQp;
 use crate::solver::nlgs::{ContactImpulse, ContactSolution};
 use crate::solver::pair::Pair;
 use crate::solver::warm::{DENSE_FACTOR_MAX, Factor};
+use crate::solver::wide::wide_fn;
 use clarabel::solver::SupportedConeT;
 use nalgebra::{DMatrix, DVector, Matrix3, Vector3};
 use std::collections::VecDeque;
@@ -283,49 +284,132 @@ fn update_s_z(
     s: &mut [f64],
     z: &mut [f64],
 ) {
-    for k in 0..cx.len() {
-        let g = r0 + k;
-        let (sk, zk) = match acc {
-            Some((sa, za)) => (sa[g], za[g]),
-            None => (s[k], z[k]),
-        };
-        let w = ALPHA * (cx[k] - r[g]) + (1.0 - ALPHA) * sk;
-        v[k] = w - zk / rho[g];
+    let rows = r0..r0 + cx.len();
+    match acc {
+        Some((sa, za)) => relaxed_wide(
+            cx,
+            &r[rows.clone()],
+            &rho[rows.clone()],
+            &sa[rows.clone()],
+            &za[rows.clone()],
+            v,
+        ),
+        None => relaxed_wide(cx, &r[rows.clone()], &rho[rows.clone()], s, z, v),
     }
     s.copy_from_slice(v);
     project(cones, s);
-    for k in 0..cx.len() {
-        z[k] = rho[r0 + k] * (s[k] - v[k]);
+    multiplier_wide(&rho[rows], s, v, z);
+}
+
+wide_fn! {
+    /// v = ŵ − P⁻¹z ([`relaxed_kernel`]).
+    fn relaxed_wide(cx: &[f64], r: &[f64], rho: &[f64], s: &[f64], z: &[f64], v: &mut [f64]) =
+        relaxed_kernel;
+}
+
+/// v = ŵ − P⁻¹z with ŵ = α(Cx − r) + (1 − α)s, row by row.
+#[inline(always)]
+fn relaxed_kernel(cx: &[f64], r: &[f64], rho: &[f64], s: &[f64], z: &[f64], v: &mut [f64]) {
+    let n = v.len();
+    let (cx, r, rho, s, z) = (&cx[..n], &r[..n], &rho[..n], &s[..n], &z[..n]);
+    for k in 0..n {
+        let w = ALPHA * (cx[k] - r[k]) + (1.0 - ALPHA) * s[k];
+        v[k] = w - z[k] / rho[k];
     }
 }
 
-/// Project `v` onto the cones, in place.
+wide_fn! {
+    /// z = P(s − v) ([`multiplier_kernel`]).
+    fn multiplier_wide(rho: &[f64], s: &[f64], v: &[f64], z: &mut [f64]) = multiplier_kernel;
+}
+
+/// z = P(s − v), row by row.
+#[inline(always)]
+fn multiplier_kernel(rho: &[f64], s: &[f64], v: &[f64], z: &mut [f64]) {
+    let n = z.len();
+    let (rho, s, v) = (&rho[..n], &s[..n], &v[..n]);
+    for k in 0..n {
+        z[k] = rho[k] * (s[k] - v[k]);
+    }
+}
+
+/// Project `v` onto the cones, in place. Runs of second-order cones of 3 rows (frictional
+/// contacts) go through [`project_soc3_wide`].
 fn project(cones: &[SupportedConeT<f64>], v: &mut [f64]) {
     let mut row = 0;
-    for cone in cones {
-        match *cone {
+    let mut c = 0;
+    while c < cones.len() {
+        match cones[c] {
             SupportedConeT::NonnegativeConeT(n) => {
                 for a in &mut v[row..row + n] {
                     *a = a.max(0.0);
                 }
                 row += n;
+                c += 1;
+            }
+            SupportedConeT::SecondOrderConeT(3) => {
+                let run = cones[c..]
+                    .iter()
+                    .take_while(|k| matches!(k, SupportedConeT::SecondOrderConeT(3)))
+                    .count();
+                project_soc3_wide(&mut v[row..row + 3 * run]);
+                row += 3 * run;
+                c += run;
             }
             SupportedConeT::SecondOrderConeT(n) => {
-                let c = &mut v[row..row + n];
-                let t = c[1..].iter().map(|a| a * a).sum::<f64>().sqrt();
-                if c[0] >= t {
-                } else if c[0] <= -t {
-                    c.iter_mut().for_each(|a| *a = 0.0);
-                } else {
-                    let h = 0.5 * (c[0] + t);
-                    let f = h / t;
-                    c[0] = h;
-                    c[1..].iter_mut().for_each(|a| *a *= f);
-                }
+                project_soc(&mut v[row..row + n]);
                 row += n;
+                c += 1;
             }
             _ => panic!("admm: only non-negative and second-order cones occur in a jump"),
         }
+    }
+}
+
+/// Project `c` onto the second-order cone {c₀ ≥ ‖c₁..‖}, in place.
+#[inline(always)]
+fn project_soc(c: &mut [f64]) {
+    let t = c[1..].iter().map(|a| a * a).sum::<f64>().sqrt();
+    if c[0] >= t {
+    } else if c[0] <= -t {
+        c.iter_mut().for_each(|a| *a = 0.0);
+    } else {
+        let h = 0.5 * (c[0] + t);
+        let f = h / t;
+        c[0] = h;
+        c[1..].iter_mut().for_each(|a| *a *= f);
+    }
+}
+
+wide_fn! {
+    /// Project consecutive 3-row second-order cones ([`project_soc3_kernel`]).
+    fn project_soc3_wide(v: &mut [f64]) = project_soc3_kernel;
+}
+
+/// Project each 3 entries of `v` onto the second-order cone, as [`project_soc`] does, bit
+/// for bit, without branches (the three cases computed and one chosen), so that the loop
+/// runs over several cones per instruction.
+#[inline(always)]
+fn project_soc3_kernel(v: &mut [f64]) {
+    for c in v.chunks_exact_mut(3) {
+        let (c0, c1, c2) = (c[0], c[1], c[2]);
+        let t = [c1, c2].iter().map(|a| a * a).sum::<f64>().sqrt();
+        let h = 0.5 * (c0 + t);
+        let f = h / t;
+        let inside = c0 >= t;
+        let polar = !inside && c0 <= -t;
+        let pick = |same: f64, boundary: f64| {
+            if inside {
+                same
+            } else if polar {
+                0.0
+            } else {
+                boundary
+            }
+        };
+        c[0] = pick(c0, h);
+        c[1] = pick(c1, c1 * f);
+        c[2] = pick(c2, c2 * f);
     }
 }
 
@@ -786,6 +870,44 @@ fn solve_on(problem: &Problem, pair: Option<&Pair>) -> AdmmOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The branch-free projection of runs of 3-row cones gives [`project_soc`]'s answer,
+    /// bit for bit: inside, polar and boundary cases, zeros of either sign, t = 0.
+    #[test]
+    fn soc3_runs_project_as_one_cone_at_a_time() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        };
+        let mut v = vec![
+            1.0, 0.0, 0.0, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0, -0.0, 0.0, -0.0, 0.0, 3.0, 4.0, 5.0, 3.0,
+            -4.0, -5.0, 3.0, 4.0, 1.0, 1e-300, 1e-300,
+        ];
+        v.extend((0..3 * 20_000).map(|k| rnd() * if k % 7 == 0 { 1e-8 } else { 1.0 }));
+        // Inside, polar and on-the-boundary inputs all occur.
+        let mut cases = [0usize; 3];
+        for c in v.chunks_exact(3) {
+            let t = (c[1] * c[1] + c[2] * c[2]).sqrt();
+            cases[usize::from(c[0] < t) + usize::from(c[0] <= -t)] += 1;
+        }
+        assert!(cases.iter().all(|&n| n > 1000), "cases {cases:?}");
+        let mut one = v.clone();
+        for c in one.chunks_exact_mut(3) {
+            project_soc(c);
+        }
+        let mut baseline = v.clone();
+        project_soc3_kernel(&mut baseline);
+        project_soc3_wide(&mut v);
+        for (w, name) in [(&v, "the AVX2 copy"), (&baseline, "the baseline copy")] {
+            assert!(
+                w.iter().zip(&one).all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{name} differs from one cone at a time"
+            );
+        }
+    }
     use crate::solver::testing::{bits, uniform};
 
     /// Three cones: the first outside its cone by a distance of 2e-3 (in the scale V = 1),

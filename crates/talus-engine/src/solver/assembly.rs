@@ -12,6 +12,7 @@
 //! is stored: H's upper triangle and C in compressed sparse columns.
 
 use crate::counting_sort::by_key;
+use crate::solver::wide::wide_fn;
 use clarabel::algebra::CscMatrix;
 use nalgebra::{Matrix3, SMatrix, SVector, Vector3};
 use std::sync::OnceLock;
@@ -127,27 +128,17 @@ impl RowBlocks {
         self.mul_rows(0, x, y);
     }
 
-    /// Rows `first..first + y.len()` of C x into y.
+    /// Rows `first..first + y.len()` of C x into y. Three consecutive rows on the same
+    /// bodies (a frictional contact's normal and tangents) are taken together, reading
+    /// their bodies' entries of x once; each row still sums its 12 terms in order.
     pub(crate) fn mul_rows(&self, first: usize, x: &[f64], y: &mut [f64]) {
-        let rows = first..first + y.len();
-        for ((yr, bodies), v) in y.iter_mut().zip(&self.bodies[rows.clone()]).zip(&self.vals[rows])
-        {
-            let mut acc = 0.0;
-            for (s, &b) in bodies.iter().enumerate() {
-                if b != NO_BODY {
-                    let xb = &x[6 * b as usize..6 * b as usize + 6];
-                    for a in 0..6 {
-                        acc += v[6 * s + a] * xb[a];
-                    }
-                }
-            }
-            *yr = acc;
-        }
+        let end = first + y.len();
+        mul_rows_wide(&self.bodies[first..end], &self.vals[first..end], x, y);
     }
 
     /// y = Cᵀ λ.
     fn mul_transpose(&self, lambda: &[f64], y: &mut [f64]) {
-        self.accumulate_transpose(0..self.bodies.len(), lambda, 0, y);
+        transpose_all_wide(&self.bodies, &self.vals, lambda, y);
     }
 
     /// The rows with a nonzero on a body of `first..end`, ascending: the only rows that
@@ -170,29 +161,164 @@ impl RowBlocks {
         first: usize,
         y: &mut [f64],
     ) {
-        self.accumulate_transpose(rows.iter().map(|&k| k as usize), lambda, first, y);
+        self.accumulate_transpose(rows, lambda, first, y);
     }
 
     /// The entries of Cᵀ λ of bodies `first..first + y.len() / 6`, summed over `rows`.
-    fn accumulate_transpose(
-        &self,
-        rows: impl Iterator<Item = usize>,
+    fn accumulate_transpose(&self, rows: &[u32], lambda: &[f64], first: usize, y: &mut [f64]) {
+        transpose_rows_wide(&self.bodies, &self.vals, rows, lambda, first, y);
+    }
+}
+
+wide_fn! {
+    /// Rows of C x ([`mul_rows_kernel`]).
+    fn mul_rows_wide(bodies: &[[u32; 2]], vals: &[[f64; 12]], x: &[f64], y: &mut [f64]) =
+        mul_rows_kernel;
+}
+
+wide_fn! {
+    /// Cᵀ λ over every row ([`transpose_all_kernel`]).
+    fn transpose_all_wide(bodies: &[[u32; 2]], vals: &[[f64; 12]], lambda: &[f64], y: &mut [f64]) =
+        transpose_all_kernel;
+}
+
+wide_fn! {
+    /// Cᵀ λ over a list of rows ([`transpose_rows_kernel`]).
+    fn transpose_rows_wide(
+        bodies: &[[u32; 2]],
+        vals: &[[f64; 12]],
+        rows: &[u32],
         lambda: &[f64],
         first: usize,
         y: &mut [f64],
-    ) {
-        y.iter_mut().for_each(|a| *a = 0.0);
-        let bodies = first as u32..(first + y.len() / 6) as u32;
-        for k in rows {
-            let (l, slots, v) = (lambda[k], &self.bodies[k], &self.vals[k]);
-            for (s, &b) in slots.iter().enumerate() {
-                if bodies.contains(&b) {
-                    let o = 6 * (b - bodies.start) as usize;
-                    let yb = &mut y[o..o + 6];
+    ) = transpose_rows_kernel;
+}
+
+/// y = the rows (`bodies`, `vals`) times x. Three consecutive rows on the same bodies (a
+/// frictional contact's normal and tangents) are taken together, reading their bodies'
+/// entries of x once; each row still sums its 12 terms in order.
+#[inline(always)]
+fn mul_rows_kernel(bodies: &[[u32; 2]], vals: &[[f64; 12]], x: &[f64], y: &mut [f64]) {
+    let mut k = 0;
+    while k < y.len() {
+        let pair = bodies[k];
+        if k + 3 <= y.len() && bodies[k + 1] == pair && bodies[k + 2] == pair {
+            let (v0, v1, v2) = (&vals[k], &vals[k + 1], &vals[k + 2]);
+            let (mut a0, mut a1, mut a2) = (0.0, 0.0, 0.0);
+            for (s, &b) in pair.iter().enumerate() {
+                if b != NO_BODY {
+                    let xb = &x[6 * b as usize..6 * b as usize + 6];
                     for a in 0..6 {
-                        yb[a] += v[6 * s + a] * l;
+                        a0 += v0[6 * s + a] * xb[a];
+                        a1 += v1[6 * s + a] * xb[a];
+                        a2 += v2[6 * s + a] * xb[a];
                     }
                 }
+            }
+            y[k..k + 3].copy_from_slice(&[a0, a1, a2]);
+            k += 3;
+        } else {
+            let v = &vals[k];
+            let mut acc = 0.0;
+            for (s, &b) in pair.iter().enumerate() {
+                if b != NO_BODY {
+                    let xb = &x[6 * b as usize..6 * b as usize + 6];
+                    for a in 0..6 {
+                        acc += v[6 * s + a] * xb[a];
+                    }
+                }
+            }
+            y[k] = acc;
+            k += 1;
+        }
+    }
+}
+
+/// y = Cᵀ λ over every row: runs of three rows on one pair of bodies as [`add_three`].
+#[inline(always)]
+fn transpose_all_kernel(bodies: &[[u32; 2]], vals: &[[f64; 12]], lambda: &[f64], y: &mut [f64]) {
+    y.iter_mut().for_each(|a| *a = 0.0);
+    let m = bodies.len();
+    let mut k = 0;
+    while k < m {
+        let pair = bodies[k];
+        if k + 3 <= m && bodies[k + 1] == pair && bodies[k + 2] == pair {
+            add_three(&vals[k..k + 3], pair, &lambda[k..k + 3], 0..u32::MAX, y);
+            k += 3;
+        } else {
+            add_one(&vals[k], pair, lambda[k], 0..u32::MAX, y);
+            k += 1;
+        }
+    }
+}
+
+/// The entries of Cᵀ λ of bodies `first..first + y.len() / 6` into y, summed over `rows`
+/// (ascending).
+#[inline(always)]
+fn transpose_rows_kernel(
+    bodies: &[[u32; 2]],
+    vals: &[[f64; 12]],
+    rows: &[u32],
+    lambda: &[f64],
+    first: usize,
+    y: &mut [f64],
+) {
+    y.iter_mut().for_each(|a| *a = 0.0);
+    let mine = first as u32..(first + y.len() / 6) as u32;
+    let y = &mut y[..];
+    let mut i = 0;
+    while i < rows.len() {
+        let k = rows[i] as usize;
+        let pair = bodies[k];
+        let shifted = |[a, b]: [u32; 2]| [a.wrapping_sub(mine.start), b.wrapping_sub(mine.start)];
+        let local = 0..mine.end - mine.start;
+        if i + 3 <= rows.len()
+            && rows[i + 2] as usize == k + 2
+            && bodies[k + 1] == pair
+            && bodies[k + 2] == pair
+        {
+            add_three(&vals[k..k + 3], shifted(pair), &lambda[k..k + 3], local, y);
+            i += 3;
+        } else {
+            add_one(&vals[k], shifted(pair), lambda[k], local, y);
+            i += 1;
+        }
+    }
+}
+
+/// One row's terms of Cᵀ λ on its bodies within `bodies` (y's body 0 is body 0 of `pair`'s
+/// numbering).
+#[inline(always)]
+fn add_one(v: &[f64; 12], pair: [u32; 2], l: f64, bodies: std::ops::Range<u32>, y: &mut [f64]) {
+    for (s, &b) in pair.iter().enumerate() {
+        if bodies.contains(&b) {
+            let o = 6 * b as usize;
+            let yb = &mut y[o..o + 6];
+            for a in 0..6 {
+                yb[a] += v[6 * s + a] * l;
+            }
+        }
+    }
+}
+
+/// Three rows on one pair as three [`add_one`] in turn: each entry of y gets their terms
+/// in the rows' order, loaded and stored once.
+#[inline(always)]
+fn add_three(
+    v: &[[f64; 12]],
+    pair: [u32; 2],
+    l: &[f64],
+    bodies: std::ops::Range<u32>,
+    y: &mut [f64],
+) {
+    let (v0, v1, v2) = (&v[0], &v[1], &v[2]);
+    let (l0, l1, l2) = (l[0], l[1], l[2]);
+    for (s, &b) in pair.iter().enumerate() {
+        if bodies.contains(&b) {
+            let o = 6 * b as usize;
+            let yb = &mut y[o..o + 6];
+            for a in 0..6 {
+                yb[a] = ((yb[a] + v0[6 * s + a] * l0) + v1[6 * s + a] * l1) + v2[6 * s + a] * l2;
             }
         }
     }
@@ -768,6 +894,8 @@ mod tests {
             seed ^= seed << 17;
             (seed >> 11) as f64 / (1u64 << 53) as f64
         };
+        // Runs of three rows on one pair of bodies met (the products' three-row path).
+        let mut threes = 0;
         for case in 0..200 {
             let nb = 1 + case % 7;
             let bodies: Vec<JumpBody> = (0..nb)
@@ -787,11 +915,21 @@ mod tests {
                 })
                 .collect();
             let nc = (rnd() * 12.0) as usize;
+            // Half the contacts repeat the previous one's bodies: runs of rows on one pair,
+            // which the row layout's products take three at a time.
+            let mut prev: Option<(usize, Option<usize>)> = None;
             let contacts: Vec<JumpContact> = (0..nc)
                 .map(|_| {
-                    let i = (rnd() * nb as f64) as usize;
-                    let j = (nb > 1 && rnd() < 0.7)
-                        .then(|| (i + 1 + (rnd() * (nb - 1) as f64) as usize) % nb);
+                    let (i, j) = match prev {
+                        Some(pair) if rnd() < 0.5 => pair,
+                        _ => {
+                            let i = (rnd() * nb as f64) as usize;
+                            let j = (nb > 1 && rnd() < 0.7)
+                                .then(|| (i + 1 + (rnd() * (nb - 1) as f64) as usize) % nb);
+                            (i, j)
+                        }
+                    };
+                    prev = Some((i, j));
                     let axis = rnd() < 0.4;
                     JumpContact {
                         i,
@@ -844,7 +982,23 @@ mod tests {
             assert!(all.clone().filter(|&k| on(k, 0..split as u32)).eq(rows_lo.iter().copied()));
             assert!(all.filter(|&k| on(k, split as u32..nb as u32)).eq(rows_hi.iter().copied()));
             assert!(bits_eq(&qp.c_mul(&x), &y_csc) && bits_eq(&qp.ct_mul(&l), &t_csc));
+            threes +=
+                (2..qp.m()).filter(|&k| (k - 2..k).all(|r| rows.row(r).0 == rows.row(k).0)).count();
+            // A list of rows with gaps (every fourth row left out, so that some runs of
+            // three are broken): the same as λ with those rows at 0.
+            let gappy: Vec<u32> = (0..qp.m() as u32).filter(|k| k % 4 != 2).collect();
+            let mut part = vec![f64::NAN; qp.n()];
+            rows.mul_transpose_rows(&gappy, &l, 0, &mut part);
+            let mut l_gappy = l.clone();
+            (0..qp.m()).filter(|k| k % 4 == 2).for_each(|k| l_gappy[k] = 0.0);
+            let mut t_gappy = vec![0.0; qp.n()];
+            csc_mul_transpose(&qp.c, &l_gappy, &mut t_gappy);
+            assert!(
+                part.iter().zip(&t_gappy).all(|(a, b)| (a - b).abs() <= 1e-12 * (1.0 + b.abs())),
+                "case {case}: Cᵀ λ over a list of rows with gaps differs"
+            );
         }
+        assert!(threes > 100, "only {threes} runs of three rows on one pair");
     }
 
     fn bits_eq(a: &[f64], b: &[f64]) -> bool {
