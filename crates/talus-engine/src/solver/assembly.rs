@@ -161,11 +161,6 @@ impl RowBlocks {
         first: usize,
         y: &mut [f64],
     ) {
-        self.accumulate_transpose(rows, lambda, first, y);
-    }
-
-    /// The entries of Cᵀ λ of bodies `first..first + y.len() / 6`, summed over `rows`.
-    fn accumulate_transpose(&self, rows: &[u32], lambda: &[f64], first: usize, y: &mut [f64]) {
         transpose_rows_wide(&self.bodies, &self.vals, rows, lambda, first, y);
     }
 }
@@ -264,30 +259,31 @@ fn transpose_rows_kernel(
     y: &mut [f64],
 ) {
     y.iter_mut().for_each(|a| *a = 0.0);
-    let mine = first as u32..(first + y.len() / 6) as u32;
-    let y = &mut y[..];
+    // The bodies numbered from `first` (y's first body): the others wrap to numbers past
+    // `mine`'s end, as does `NO_BODY`.
+    let first = first as u32;
+    let mine = 0..(y.len() / 6) as u32;
+    let shifted = |[a, b]: [u32; 2]| [a.wrapping_sub(first), b.wrapping_sub(first)];
     let mut i = 0;
     while i < rows.len() {
         let k = rows[i] as usize;
         let pair = bodies[k];
-        let shifted = |[a, b]: [u32; 2]| [a.wrapping_sub(mine.start), b.wrapping_sub(mine.start)];
-        let local = 0..mine.end - mine.start;
         if i + 3 <= rows.len()
             && rows[i + 2] as usize == k + 2
             && bodies[k + 1] == pair
             && bodies[k + 2] == pair
         {
-            add_three(&vals[k..k + 3], shifted(pair), &lambda[k..k + 3], local, y);
+            add_three(&vals[k..k + 3], shifted(pair), &lambda[k..k + 3], mine.clone(), y);
             i += 3;
         } else {
-            add_one(&vals[k], shifted(pair), lambda[k], local, y);
+            add_one(&vals[k], shifted(pair), lambda[k], mine.clone(), y);
             i += 1;
         }
     }
 }
 
-/// One row's terms of Cᵀ λ on its bodies within `bodies` (y's body 0 is body 0 of `pair`'s
-/// numbering).
+/// One row's terms of Cᵀ λ added to y, on those of its bodies `pair` (numbered as y's
+/// bodies) that lie in `bodies`.
 #[inline(always)]
 fn add_one(v: &[f64; 12], pair: [u32; 2], l: f64, bodies: std::ops::Range<u32>, y: &mut [f64]) {
     for (s, &b) in pair.iter().enumerate() {
