@@ -875,13 +875,7 @@ mod tests {
     /// bit for bit: inside, polar and boundary cases, zeros of either sign, t = 0.
     #[test]
     fn soc3_runs_project_as_one_cone_at_a_time() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut rnd = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-        };
+        let mut rnd = uniform(0x9e37_79b9_7f4a_7c15);
         let mut v = vec![
             1.0, 0.0, 0.0, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0, -0.0, 0.0, -0.0, 0.0, 3.0, 4.0, 5.0, 3.0,
             -4.0, -5.0, 3.0, 4.0, 1.0, 1e-300, 1e-300,
@@ -902,10 +896,7 @@ mod tests {
         project_soc3_kernel(&mut baseline);
         project_soc3_wide(&mut v);
         for (w, name) in [(&v, "the AVX2 copy"), (&baseline, "the baseline copy")] {
-            assert!(
-                w.iter().zip(&one).all(|(a, b)| a.to_bits() == b.to_bits()),
-                "{name} differs from one cone at a time"
-            );
+            assert!(bits(w) == bits(&one), "{name} differs from one cone at a time");
         }
     }
     use crate::solver::testing::{bits, uniform};

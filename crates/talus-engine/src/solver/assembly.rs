@@ -229,22 +229,10 @@ fn mul_rows_kernel(bodies: &[[u32; 2]], vals: &[[f64; 12]], x: &[f64], y: &mut [
     }
 }
 
-/// y = Cᵀ λ over every row: runs of three rows on one pair of bodies as [`add_three`].
+/// y = Cᵀ λ over every row ([`transpose_kernel`] on rows 0, 1, 2, ...).
 #[inline(always)]
 fn transpose_all_kernel(bodies: &[[u32; 2]], vals: &[[f64; 12]], lambda: &[f64], y: &mut [f64]) {
-    y.iter_mut().for_each(|a| *a = 0.0);
-    let m = bodies.len();
-    let mut k = 0;
-    while k < m {
-        let pair = bodies[k];
-        if k + 3 <= m && bodies[k + 1] == pair && bodies[k + 2] == pair {
-            add_three(&vals[k..k + 3], pair, &lambda[k..k + 3], 0..u32::MAX, y);
-            k += 3;
-        } else {
-            add_one(&vals[k], pair, lambda[k], 0..u32::MAX, y);
-            k += 1;
-        }
-    }
+    transpose_kernel(bodies, vals, bodies.len(), |i| i, lambda, 0, y);
 }
 
 /// The entries of Cᵀ λ of bodies `first..first + y.len() / 6` into y, summed over `rows`
@@ -258,6 +246,22 @@ fn transpose_rows_kernel(
     first: usize,
     y: &mut [f64],
 ) {
+    transpose_kernel(bodies, vals, rows.len(), |i| rows[i] as usize, lambda, first, y);
+}
+
+/// The entries of Cᵀ λ of bodies `first..first + y.len() / 6` into y, summed over the
+/// `count` rows `row(0)`, `row(1)`, ... (ascending). Runs of three consecutive rows on one
+/// pair of bodies go through [`add_three`], the others through [`add_one`].
+#[inline(always)]
+fn transpose_kernel(
+    bodies: &[[u32; 2]],
+    vals: &[[f64; 12]],
+    count: usize,
+    row: impl Fn(usize) -> usize,
+    lambda: &[f64],
+    first: usize,
+    y: &mut [f64],
+) {
     y.iter_mut().for_each(|a| *a = 0.0);
     // The bodies numbered from `first` (y's first body): the others wrap to numbers past
     // `mine`'s end, as does `NO_BODY`.
@@ -265,14 +269,10 @@ fn transpose_rows_kernel(
     let mine = 0..(y.len() / 6) as u32;
     let shifted = |[a, b]: [u32; 2]| [a.wrapping_sub(first), b.wrapping_sub(first)];
     let mut i = 0;
-    while i < rows.len() {
-        let k = rows[i] as usize;
+    while i < count {
+        let k = row(i);
         let pair = bodies[k];
-        if i + 3 <= rows.len()
-            && rows[i + 2] as usize == k + 2
-            && bodies[k + 1] == pair
-            && bodies[k + 2] == pair
-        {
+        if i + 3 <= count && row(i + 2) == k + 2 && bodies[k + 1] == pair && bodies[k + 2] == pair {
             add_three(&vals[k..k + 3], shifted(pair), &lambda[k..k + 3], mine.clone(), y);
             i += 3;
         } else {
