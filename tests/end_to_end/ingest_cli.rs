@@ -70,6 +70,30 @@ fn print_config_and_help() {
     );
 }
 
+/// Every stage prints its effective options without its inputs or outputs (as `pdal
+/// --options`), with `--set` applied; without `--print-config` those stay required.
+#[test]
+fn every_stage_prints_its_options_without_its_files() {
+    for (stage, set, expect) in [
+        ("ingest", "chunk_points=5", "chunk_points = 5"),
+        ("diff", "dod.cell_size=2.5", "cell_size = 2.5"),
+        ("terrain", "max_vertices=100", "max_vertices = 100"),
+        ("seed", "density=2600.0", "density = 2600.0"),
+        ("run", "dt=0.02", "dt = 0.02"),
+        ("compare", "bulking_factor=1.2", "bulking_factor = 1.2"),
+        ("synth", "scale=0.5", "scale = 0.5"),
+    ] {
+        let o = talus(&[stage, "--print-config", "--set", set]);
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{stage}: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(text.contains(expect), "{stage}: {text}");
+        let o = talus(&[stage]);
+        assert!(!o.status.success(), "{stage} ran without its files");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("required arguments were not provided"), "{stage}: {err}");
+    }
+}
+
 #[test]
 fn bad_input_fails_with_named_file_and_no_output() {
     let dir = tempfile::tempdir().unwrap();

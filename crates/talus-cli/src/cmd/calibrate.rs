@@ -27,8 +27,8 @@ pub struct Args {
     #[arg(value_name = "SITE.toml")]
     pub site: PathBuf,
     /// Calibration directory (e.g. `runs/NAME-calibration`).
-    #[arg(long, value_name = "DIR")]
-    pub out: PathBuf,
+    #[arg(long, value_name = "DIR", required_unless_present = "print_config")]
+    pub out: Option<PathBuf>,
     /// Run only member I (0-based; e.g. `--member $SLURM_ARRAY_TASK_ID`) and write its row.
     #[arg(long, value_name = "I", conflicts_with_all = ["collect", "prepare", "count"])]
     pub member: Option<usize>,
@@ -73,7 +73,8 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
         crate::config::print_toml(&site.file)?;
         return Ok(());
     }
-    let ensemble = Ensemble::new(site, &args.out)?;
+    let out = args.out.ok_or("talus calibrate needs --out")?;
+    let ensemble = Ensemble::new(site, &out)?;
     let n = ensemble.len();
     if args.count {
         println!("{n}");

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 pub struct Args {
     /// `talus run` output directory (final.parquet, trajectories.parquet, energies.parquet,
     /// diagnostics.parquet).
-    #[arg(long, value_name = "RUN_DIR")]
-    pub run: PathBuf,
+    #[arg(long, value_name = "RUN_DIR", required_unless_present = "print_config")]
+    pub run: Option<PathBuf>,
     /// `talus diff` output directory (dod.parquet, zones.parquet); without it only the run
     /// metrics, energy and trajectory figures are produced.
     #[arg(long, value_name = "DIFF_DIR")]
@@ -21,8 +21,8 @@ pub struct Args {
     #[arg(long, value_name = "SEED.parquet")]
     pub blocks: Option<PathBuf>,
     /// Output directory: metrics.parquet, metrics.json, thickness.parquet, figures/, report.html.
-    #[arg(long, value_name = "DIR")]
-    pub out_dir: PathBuf,
+    #[arg(long, value_name = "DIR", required_unless_present = "print_config")]
+    pub out_dir: Option<PathBuf>,
     #[command(flatten)]
     pub config: ConfigArgs,
 }
@@ -53,15 +53,18 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
         return Ok(());
     };
     config.validate()?;
+    let (Some(run_dir), Some(out_dir)) = (args.run, args.out_dir) else {
+        return Err("talus compare needs --run and --out-dir".into());
+    };
     let site = site_info(args.config.config.as_ref())?;
     let inputs = talus_compare::Inputs {
-        run_dir: args.run,
+        run_dir,
         diff_dir: args.diff,
         terrain_dir: args.terrain,
         blocks: args.blocks,
     };
     let bars = crate::progress::Bars::new(ctx.quiet);
-    let s = talus_compare::run(&config, &inputs, &site, &args.out_dir, &bars)?;
+    let s = talus_compare::run(&config, &inputs, &site, &out_dir, &bars)?;
     ctx.say(s.to_string());
     Ok(())
 }

@@ -13,8 +13,8 @@ pub struct Args {
     #[arg(value_name = "SITE.toml")]
     pub site: PathBuf,
     /// Run directory (e.g. `runs/NAME`); each stage writes into a subdirectory.
-    #[arg(long, value_name = "DIR")]
-    pub out: PathBuf,
+    #[arg(long, value_name = "DIR", required_unless_present = "print_config")]
+    pub out: Option<PathBuf>,
     /// Re-run every stage even if its inputs did not change.
     #[arg(long)]
     pub force: bool,
@@ -47,11 +47,12 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
         crate::config::print_toml(&site.file)?;
         return Ok(());
     }
+    let out = args.out.ok_or("talus pipeline needs --out")?;
     let bars = crate::progress::Bars::new(ctx.quiet);
     let log = |line: &str| ctx.say(line);
     let pctx = talus_pipeline::Context { progress: &bars, log: &log };
     let options = RunOptions { force: args.force, from: args.from };
-    let manifest = talus_pipeline::run(&site, &args.out, &options, &pctx)?;
+    let manifest = talus_pipeline::run(&site, &out, &options, &pctx)?;
     let ran = manifest.ran();
     println!(
         "pipeline `{}` done in {:.1} s ({} stages run, {} skipped). Report: {}",

@@ -10,7 +10,7 @@ pub struct Args {
     #[arg(
         long,
         value_name = "DOD.parquet",
-        required_unless_present = "thesis_dir",
+        required_unless_present_any = ["thesis_dir", "print_config"],
         requires = "zones"
     )]
     pub dod: Option<PathBuf>,
@@ -23,8 +23,8 @@ pub struct Args {
     #[arg(long, value_name = "DIR", conflicts_with = "thesis_dir")]
     pub terrain: Option<PathBuf>,
     /// Output blocks table.
-    #[arg(long, value_name = "BLOCKS.parquet")]
-    pub out: PathBuf,
+    #[arg(long, value_name = "BLOCKS.parquet", required_unless_present = "print_config")]
+    pub out: Option<PathBuf>,
     /// Import the thesis's size_N.data / position_N.data from this directory instead of seeding.
     #[arg(long, value_name = "DIR", conflicts_with = "dod", requires = "thesis_n")]
     pub thesis_dir: Option<PathBuf>,
@@ -47,10 +47,10 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
         return Ok(());
     };
     config.validate()?;
+    let out = args.out.ok_or("talus seed needs --out")?;
     if let (Some(dir), Some(n)) = (&args.thesis_dir, args.thesis_n) {
-        let s =
-            talus_seed::import_thesis(&config, dir, n, &args.out, args.export_thesis.as_deref())?;
-        ctx.say(format!("{s} from {} -> {}", dir.display(), args.out.display()));
+        let s = talus_seed::import_thesis(&config, dir, n, &out, args.export_thesis.as_deref())?;
+        ctx.say(format!("{s} from {} -> {}", dir.display(), out.display()));
         return Ok(());
     }
     let (Some(dod), Some(zones)) = (&args.dod, &args.zones) else {
@@ -62,10 +62,10 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
         dod,
         zones,
         args.terrain.as_deref(),
-        &args.out,
+        &out,
         args.export_thesis.as_deref(),
         &progress,
     )?;
-    ctx.say(format!("{s} -> {}", args.out.display()));
+    ctx.say(format!("{s} -> {}", out.display()));
     Ok(())
 }

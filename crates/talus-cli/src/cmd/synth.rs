@@ -9,8 +9,8 @@ use std::path::PathBuf;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Output directory (created if needed): pre.laz, post.laz, truth.parquet, truth.json.
-    #[arg(long, value_name = "DIR")]
-    pub out_dir: PathBuf,
+    #[arg(long, value_name = "DIR", required_unless_present = "print_config")]
+    pub out_dir: Option<PathBuf>,
     /// Multiply both surveys' point densities (overrides `scale` of the configuration);
     /// e.g. 10 gives ~52 M points for the default site, for benchmarks.
     #[arg(long, value_name = "S")]
@@ -32,8 +32,9 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
         config.scale = s;
     }
     config.validate()?;
+    let out_dir = args.out_dir.ok_or("talus synth needs --out-dir")?;
     let progress = crate::progress::Bars::new(ctx.quiet);
-    let s = talus_synth::run(&config, &args.out_dir, &progress)?;
-    ctx.say(format!("{s} -> {}", args.out_dir.display()));
+    let s = talus_synth::run(&config, &out_dir, &progress)?;
+    ctx.say(format!("{s} -> {}", out_dir.display()));
     Ok(())
 }

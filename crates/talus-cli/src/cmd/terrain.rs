@@ -7,8 +7,8 @@ use std::path::PathBuf;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Points table (output of `talus ingest`), usually the post-event survey.
-    #[arg(long, value_name = "POINTS.parquet")]
-    pub points: PathBuf,
+    #[arg(long, value_name = "POINTS.parquet", required_unless_present = "print_config")]
+    pub points: Option<PathBuf>,
     /// Pre-event points table (needed when `surface = "bed"`: it replaces the post-event
     /// ground inside the deposit zones).
     #[arg(long, value_name = "PRE.parquet")]
@@ -17,8 +17,8 @@ pub struct Args {
     #[arg(long, value_name = "ZONES.parquet")]
     pub zones: Option<PathBuf>,
     /// Output directory: vertices.parquet, triangles.parquet, terrain.ply (terrain.obj).
-    #[arg(long, value_name = "DIR")]
-    pub out_dir: PathBuf,
+    #[arg(long, value_name = "DIR", required_unless_present = "print_config")]
+    pub out_dir: Option<PathBuf>,
     #[command(flatten)]
     pub config: ConfigArgs,
 }
@@ -33,15 +33,18 @@ pub fn run(args: Args, ctx: &Ctx) -> Result<(), CmdError> {
         return Ok(());
     };
     config.validate()?;
+    let (Some(points), Some(out_dir)) = (args.points, args.out_dir) else {
+        return Err("talus terrain needs --points and --out-dir".into());
+    };
     let progress = crate::progress::Bars::new(ctx.quiet);
     let s = talus_terrain::run(
         &config,
-        &args.points,
+        &points,
         args.pre.as_deref(),
         args.zones.as_deref(),
-        &args.out_dir,
+        &out_dir,
         &progress,
     )?;
-    ctx.say(format!("{s} -> {}", args.out_dir.display()));
+    ctx.say(format!("{s} -> {}", out_dir.display()));
     Ok(())
 }
