@@ -416,7 +416,8 @@ pub struct Config {
     /// Friction per material pair, as second-order cones in each step's program (default:
     /// none). Each pair's law is `{ coulomb = μ }` or `{ velocity_weakening = { mu_static =
     /// μ_s, mu_weakened = μ_w, weakening_speed = v_w } }`: μ(v) = μ_w + (μ_s − μ_w)/(1 +
-    /// v/v_w), v the contact's slip speed before the step, m/s (docs/physics.md §4). E.g.
+    /// v/v_w), or `{ voellmy = { mu = μ, xi = ξ, depth = h } }`: μ(v) = μ + v²/(ξ h), v the
+    /// contact's slip speed before the step, m/s (docs/physics.md §4). E.g.
     /// `friction = { block_block = { coulomb = 0.6 }, block_terrain = { coulomb = 0.7 } }`;
     /// see [`crate::solver::friction`].
     #[serde(skip_serializing_if = "FrictionConfig::is_default")]

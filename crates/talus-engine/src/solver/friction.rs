@@ -126,6 +126,20 @@ pub enum FrictionLaw {
         /// v_w, the slip speed at which μ is halfway from μ_s to μ_w, m/s (> 0).
         weakening_speed: f64,
     },
+    /// Voellmy's law (Voellmy 1955; the rheology of RAMMS and DAN3D for rock avalanches)
+    /// as a friction coefficient: a contact sliding at speed v has μ(v) = μ + v²/(ξ h),
+    /// Coulomb's μ plus the turbulent term g v²/(ξ h) of a flow of depth h divided by the
+    /// normal pull g of a block on a gentle bed. v is the contact's slip speed before the
+    /// jump, as for [`FrictionLaw::VelocityWeakening`]; a contact at rest has μ.
+    /// Site file: `block_terrain = { voellmy = { mu = 0.3, xi = 500.0, depth = 10.0 } }`.
+    Voellmy {
+        /// μ, Coulomb's coefficient (at rest), 1 (≥ 0).
+        mu: f64,
+        /// ξ, the turbulence coefficient, m/s² (> 0).
+        xi: f64,
+        /// h, the flow depth the turbulent term is scaled by, m (> 0).
+        depth: f64,
+    },
 }
 
 impl FrictionLaw {
@@ -134,6 +148,7 @@ impl FrictionLaw {
         match self {
             FrictionLaw::Coulomb(mu) => mu,
             FrictionLaw::VelocityWeakening { mu_static, .. } => mu_static,
+            FrictionLaw::Voellmy { mu, .. } => mu,
         }
     }
 
@@ -145,13 +160,19 @@ impl FrictionLaw {
             FrictionLaw::VelocityWeakening { mu_static, mu_weakened, weakening_speed } => {
                 mu_weakened + (mu_static - mu_weakened) / (1.0 + slip / weakening_speed)
             }
+            FrictionLaw::Voellmy { mu, xi, depth } => mu + slip * slip / (xi * depth),
         }
     }
 
     /// Whether μ depends on the slip speed (then each contact's μ needs its slip speed).
     pub fn depends_on_slip(self) -> bool {
-        matches!(self, FrictionLaw::VelocityWeakening { mu_static, mu_weakened, .. }
-            if mu_static != mu_weakened)
+        match self {
+            FrictionLaw::Coulomb(_) => false,
+            FrictionLaw::VelocityWeakening { mu_static, mu_weakened, .. } => {
+                mu_static != mu_weakened
+            }
+            FrictionLaw::Voellmy { .. } => true,
+        }
     }
 
     /// Check the law's parameters; `Err` names the offending one.
@@ -181,13 +202,24 @@ impl FrictionLaw {
                     ));
                 }
             }
+            FrictionLaw::Voellmy { mu, xi, depth } => {
+                if !(mu.is_finite() && mu >= 0.0) {
+                    return Err(format!("voellmy.mu = {mu} must be finite and >= 0"));
+                }
+                if !(xi.is_finite() && xi > 0.0) {
+                    return Err(format!("voellmy.xi = {xi} m/s² must be finite and > 0"));
+                }
+                if !(depth.is_finite() && depth > 0.0) {
+                    return Err(format!("voellmy.depth = {depth} m must be finite and > 0"));
+                }
+            }
         }
         Ok(())
     }
 }
 
-/// Friction per material pair (default: none, the thesis's A-CD² unchanged): Coulomb or
-/// velocity-weakening ([`FrictionLaw`]).
+/// Friction per material pair (default: none, the thesis's A-CD² unchanged): Coulomb,
+/// velocity-weakening or Voellmy's ([`FrictionLaw`]).
 /// Site file: `friction = { block_block = { coulomb = 0.6 }, block_terrain = { coulomb = 0.7 } }`.
 /// Islands with frictional contacts are second-order-cone programs, solved by `nlgs` (its
 /// sweeps and ADMM) or Clarabel; the warm solver cannot take cones and sends them to
@@ -255,7 +287,7 @@ impl FrictionConfig {
     }
 
     /// Check the laws' parameters: coefficients finite and ≥ 0 (velocity weakening:
-    /// μ_s ≥ μ_w ≥ 0, v_w > 0).
+    /// μ_s ≥ μ_w ≥ 0, v_w > 0; Voellmy: ξ > 0, h > 0).
     pub fn validate(&self) -> Result<(), String> {
         for (name, law) in
             [("block_block", self.block_block), ("block_terrain", self.block_terrain)]

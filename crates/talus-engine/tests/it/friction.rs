@@ -908,6 +908,98 @@ fn velocity_weakening_slide_follows_its_ode() {
     assert!(speed < 1e-9, "Coulomb μ_s still sliding at {speed} m/s");
 }
 
+/// Voellmy's law as a friction coefficient, μ(v) = μ + v²/(ξ h): μ at rest, growing with
+/// the square of the slip speed; its spelling and validation, each error naming the
+/// parameter.
+#[test]
+fn voellmy_coefficient_and_spelling() {
+    use talus_engine::config::Config;
+    let law = FrictionLaw::Voellmy { mu: 0.3, xi: 500.0, depth: 10.0 };
+    assert_eq!(law.mu(), 0.3);
+    assert_eq!(law.mu_at(0.0), 0.3);
+    assert!((law.mu_at(50.0) - 0.8).abs() < 1e-15);
+    assert!(law.depends_on_slip());
+    let c: Config = serde_json::from_str(
+        r#"{"friction": {"block_terrain": {"voellmy": {"mu": 0.3, "xi": 500.0, "depth": 10.0}}}}"#,
+    )
+    .unwrap();
+    assert_eq!(c.friction.block_terrain, Some(law));
+    c.validate().unwrap();
+    for (json, name) in [
+        (r#""mu": -0.1, "xi": 500.0, "depth": 10.0"#, "voellmy.mu"),
+        (r#""mu": 0.3, "xi": 0.0, "depth": 10.0"#, "voellmy.xi"),
+        (r#""mu": 0.3, "xi": 500.0, "depth": -1.0"#, "voellmy.depth"),
+    ] {
+        let bad: Config = serde_json::from_str(&format!(
+            r#"{{"friction": {{"block_block": {{"voellmy": {{{json}}}}}}}}}"#
+        ))
+        .unwrap();
+        let e = bad.validate().unwrap_err().to_string();
+        assert!(e.contains("friction.block_block") && e.contains(name), "{e}");
+    }
+}
+
+/// A block sliding down a 30° slope under Voellmy's law (μ = 0.3 < tan θ, ξ h = 1 m²/s²)
+/// tends to the law's terminal speed v* = √(ξ h (tan θ − μ)) = 0.527 m/s, where the slope's
+/// pull balances friction: from rest it speeds up to it, from 2 m/s it slows down to it,
+/// each as dv/dt = g cos θ (tan θ − μ − v²/(ξ h)) says (the ODE integrated by RK4), with
+/// Clarabel and with the contact-space solver alike. With Coulomb's μ alone it would keep
+/// accelerating (the test can fail).
+#[test]
+fn voellmy_slide_tends_to_its_terminal_speed() {
+    let theta = 30f64.to_radians();
+    let (mu, xi, depth) = (0.3, 10.0, 0.1);
+    let law = FrictionLaw::Voellmy { mu, xi, depth };
+    let f = FrictionConfig { block_block: Some(law), block_terrain: Some(law), slip_credit: true };
+    let v_star = (xi * depth * (theta.tan() - mu)).sqrt();
+    assert!((v_star - 0.5265).abs() < 1e-3, "{v_star}");
+    let accel = |v: f64| G * theta.cos() * (theta.tan() - mu - v * v / (xi * depth));
+    let ode = |v0: f64, seconds: f64| {
+        let (mut s, mut v, h) = (0.0, v0, 1e-5);
+        for _ in 0..(seconds / h).round() as usize {
+            let k1 = accel(v);
+            let k2 = accel(v + 0.5 * h * k1);
+            let k3 = accel(v + 0.5 * h * k2);
+            let k4 = accel(v + h * k3);
+            s += h * (v + h / 6.0 * (k1 + k2 + k3));
+            v += h / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4);
+        }
+        (s, v)
+    };
+    let nlgs = SolverConfig::Nlgs {
+        tolerance: 1e-9,
+        max_sweeps: 5000,
+        fallback_tolerance: 1e-10,
+        frictional_max_contacts: 16,
+        max_contacts: u32::MAX,
+        admm_iterations: 20_000,
+        admm_sigma: talus_engine::config::DEFAULT_ADMM_SIGMA,
+    };
+    for solver in [params(0.0, 0.0).solver, nlgs] {
+        for v0 in [0.0, 2.0] {
+            let (mut b, n, d) = block_on_slope(theta);
+            b.vel = d * v0;
+            let (x0, m) = (b.pos, b.mass);
+            let p = StepParams { solver: solver.clone(), ..params(0.1 * m, 0.0) };
+            let mut blocks = vec![b];
+            // 0.3 s (about three relaxation times ξh/(2 g cos θ v*)), then 1.2 s more.
+            let r = run(&p, &f, &mut blocks, n, 1e-3, 300);
+            let (s, v) = ((blocks[0].pos - x0).dot(&d), blocks[0].vel.dot(&d));
+            let (so, vo) = ode(v0, 0.3);
+            eprintln!(
+                "voellmy from {v0} m/s after 0.3 s ({}): v {v:.5} m/s (ODE {vo:.5}), s {s:.5} m \
+                 (ODE {so:.5})",
+                r.reports.last().map(|rep| rep.solver.clone()).unwrap_or_default()
+            );
+            assert!((v - vo).abs() < 5e-3 * v_star, "v {v} against the ODE's {vo}");
+            assert!((s - so).abs() < 5e-3 * so, "s {s} against the ODE's {so}");
+            run(&p, &f, &mut blocks, n, 1e-3, 1200);
+            let v = blocks[0].vel.dot(&d);
+            assert!((v / v_star - 1.0).abs() < 1e-4, "v {v} against v* {v_star} from {v0} m/s");
+        }
+    }
+}
+
 /// `block` alone on the plane through the origin with normal `n` for `seconds` under
 /// Coulomb friction μ (with the slip credit), contacts within `tol`; the block at the end.
 fn slide(p: &StepParams, mu: f64, block: Block, n: Vector3<f64>, tol: f64, seconds: f64) -> Block {
