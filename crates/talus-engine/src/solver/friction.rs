@@ -133,7 +133,7 @@ pub enum FrictionLaw {
     /// jump, as for [`FrictionLaw::VelocityWeakening`]; a contact at rest has μ.
     /// Site file: `block_terrain = { voellmy = { mu = 0.3, xi = 500.0, depth = 10.0 } }`.
     Voellmy {
-        /// μ, Coulomb's coefficient (at rest), 1 (≥ 0).
+        /// μ, Coulomb's coefficient (at rest), 1 (> 0).
         mu: f64,
         /// ξ, the turbulence coefficient, m/s² (> 0).
         xi: f64,
@@ -203,8 +203,10 @@ impl FrictionLaw {
                 }
             }
             FrictionLaw::Voellmy { mu, xi, depth } => {
-                if !(mu.is_finite() && mu >= 0.0) {
-                    return Err(format!("voellmy.mu = {mu} must be finite and >= 0"));
+                // A contact whose μ at rest is 0 is frictionless (a linear row), so the
+                // turbulent term needs μ > 0.
+                if !(mu.is_finite() && mu > 0.0) {
+                    return Err(format!("voellmy.mu = {mu} must be finite and > 0"));
                 }
                 if !(xi.is_finite() && xi > 0.0) {
                     return Err(format!("voellmy.xi = {xi} m/s² must be finite and > 0"));
@@ -287,7 +289,7 @@ impl FrictionConfig {
     }
 
     /// Check the laws' parameters: coefficients finite and ≥ 0 (velocity weakening:
-    /// μ_s ≥ μ_w ≥ 0, v_w > 0; Voellmy: ξ > 0, h > 0).
+    /// μ_s ≥ μ_w ≥ 0, v_w > 0; Voellmy: μ > 0, ξ > 0, h > 0).
     pub fn validate(&self) -> Result<(), String> {
         for (name, law) in
             [("block_block", self.block_block), ("block_terrain", self.block_terrain)]

@@ -926,7 +926,7 @@ fn voellmy_coefficient_and_spelling() {
     assert_eq!(c.friction.block_terrain, Some(law));
     c.validate().unwrap();
     for (json, name) in [
-        (r#""mu": -0.1, "xi": 500.0, "depth": 10.0"#, "voellmy.mu"),
+        (r#""mu": 0.0, "xi": 500.0, "depth": 10.0"#, "voellmy.mu"),
         (r#""mu": 0.3, "xi": 0.0, "depth": 10.0"#, "voellmy.xi"),
         (r#""mu": 0.3, "xi": 500.0, "depth": -1.0"#, "voellmy.depth"),
     ] {
