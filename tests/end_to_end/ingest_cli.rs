@@ -92,6 +92,24 @@ fn every_stage_prints_its_options_without_its_files() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(err.contains("required arguments were not provided"), "{stage}: {err}");
     }
+    // The whole site's, without a run directory (from the repository root, as the site's
+    // paths are).
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let at_root = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_talus"))
+            .args(args)
+            .current_dir(&root)
+            .output()
+            .expect("run talus")
+    };
+    for cmd in ["pipeline", "calibrate"] {
+        let site = "pipelines/piton-marcel.toml";
+        let o = at_root(&[cmd, site, "--print-config", "--set", "run.dt=0.01"]);
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{cmd}: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(text.contains("[run]") && text.contains("dt = 0.01"), "{cmd}: {text}");
+        assert!(!at_root(&[cmd, site]).status.success(), "{cmd} ran without --out");
+    }
 }
 
 #[test]
