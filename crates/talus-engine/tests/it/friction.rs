@@ -758,6 +758,34 @@ fn frictional_collision_conserves_momentum() {
     assert!(rep.dissipated > 0.0);
 }
 
+/// Distance and speed after `seconds` of dv/dt = `accel`(v) from `v0`, by RK4 on 10 µs.
+fn rk4_slide(accel: impl Fn(f64) -> f64, v0: f64, seconds: f64) -> (f64, f64) {
+    let (mut s, mut v, h) = (0.0, v0, 1e-5);
+    for _ in 0..(seconds / h).round() as usize {
+        let k1 = accel(v);
+        let k2 = accel(v + 0.5 * h * k1);
+        let k3 = accel(v + 0.5 * h * k2);
+        let k4 = accel(v + h * k3);
+        s += h * (v + h / 6.0 * (k1 + k2 + k3));
+        v += h / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4);
+    }
+    (s, v)
+}
+
+/// Each of `cases` (the law's parameters as JSON, the parameter the error must name) is
+/// refused for the block–block pair, the error naming the pair and the parameter.
+fn assert_each_refused(law: &str, cases: &[(&str, &str)]) {
+    use talus_engine::config::Config;
+    for (json, name) in cases {
+        let bad: Config = serde_json::from_str(&format!(
+            r#"{{"friction": {{"block_block": {{"{law}": {{{json}}}}}}}}}"#
+        ))
+        .unwrap();
+        let e = bad.validate().unwrap_err().to_string();
+        assert!(e.contains("friction.block_block") && e.contains(name), "{e}");
+    }
+}
+
 fn weakening(mu_static: f64, mu_weakened: f64, weakening_speed: f64) -> FrictionConfig {
     let law = FrictionLaw::VelocityWeakening { mu_static, mu_weakened, weakening_speed };
     FrictionConfig { block_block: Some(law), block_terrain: Some(law), slip_credit: true }
@@ -807,18 +835,14 @@ fn velocity_weakening_option_spelling() {
         .is_err(),
         "an unknown parameter is refused"
     );
-    for (json, names) in [
-        (r#""mu_static": 0.1, "mu_weakened": 0.2, "weakening_speed": 4.0"#, "mu_static"),
-        (r#""mu_static": 0.6, "mu_weakened": -0.2, "weakening_speed": 4.0"#, "mu_weakened"),
-        (r#""mu_static": 0.6, "mu_weakened": 0.2, "weakening_speed": 0.0"#, "weakening_speed"),
-    ] {
-        let bad: Config = serde_json::from_str(&format!(
-            r#"{{"friction": {{"block_block": {{"velocity_weakening": {{{json}}}}}}}}}"#
-        ))
-        .unwrap();
-        let e = bad.validate().unwrap_err().to_string();
-        assert!(e.contains("friction.block_block") && e.contains(names), "{e}");
-    }
+    assert_each_refused(
+        "velocity_weakening",
+        &[
+            (r#""mu_static": 0.1, "mu_weakened": 0.2, "weakening_speed": 4.0"#, "mu_static"),
+            (r#""mu_static": 0.6, "mu_weakened": -0.2, "weakening_speed": 4.0"#, "mu_weakened"),
+            (r#""mu_static": 0.6, "mu_weakened": 0.2, "weakening_speed": 0.0"#, "weakening_speed"),
+        ],
+    );
 }
 
 /// A block on a 30° slope with velocity-weakening friction (μ_s = 0.7 > tan θ, μ_w = 0.1,
@@ -868,15 +892,7 @@ fn velocity_weakening_slide_follows_its_ode() {
     // Over v*: accelerates as the ODE says.
     let (v0, steps) = (0.4, 800);
     let (s, v, _) = slide(&f, v0, steps);
-    let (mut sv, mut vv, h) = (0.0, v0, 1e-5);
-    for _ in 0..(steps as f64 * DT / h).round() as usize {
-        let k1 = accel(vv);
-        let k2 = accel(vv + 0.5 * h * k1);
-        let k3 = accel(vv + 0.5 * h * k2);
-        let k4 = accel(vv + h * k3);
-        sv += h * (vv + h / 6.0 * (k1 + k2 + k3));
-        vv += h / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4);
-    }
+    let (sv, vv) = rk4_slide(accel, v0, steps as f64 * DT);
     eprintln!(
         "velocity weakening from {v0} m/s over {} s: v {v:.5} m/s (ODE {vv:.5}, {:.2e} rel), \
          s {s:.5} m (ODE {sv:.5}, {:.2e} rel)",
@@ -925,18 +941,14 @@ fn voellmy_coefficient_and_spelling() {
     .unwrap();
     assert_eq!(c.friction.block_terrain, Some(law));
     c.validate().unwrap();
-    for (json, name) in [
-        (r#""mu": 0.0, "xi": 500.0, "depth": 10.0"#, "voellmy.mu"),
-        (r#""mu": 0.3, "xi": 0.0, "depth": 10.0"#, "voellmy.xi"),
-        (r#""mu": 0.3, "xi": 500.0, "depth": -1.0"#, "voellmy.depth"),
-    ] {
-        let bad: Config = serde_json::from_str(&format!(
-            r#"{{"friction": {{"block_block": {{"voellmy": {{{json}}}}}}}}}"#
-        ))
-        .unwrap();
-        let e = bad.validate().unwrap_err().to_string();
-        assert!(e.contains("friction.block_block") && e.contains(name), "{e}");
-    }
+    assert_each_refused(
+        "voellmy",
+        &[
+            (r#""mu": 0.0, "xi": 500.0, "depth": 10.0"#, "voellmy.mu"),
+            (r#""mu": 0.3, "xi": 0.0, "depth": 10.0"#, "voellmy.xi"),
+            (r#""mu": 0.3, "xi": 500.0, "depth": -1.0"#, "voellmy.depth"),
+        ],
+    );
 }
 
 /// A block sliding down a 30° slope under Voellmy's law (μ = 0.3 < tan θ, ξ h = 1 m²/s²)
@@ -954,18 +966,6 @@ fn voellmy_slide_tends_to_its_terminal_speed() {
     let v_star = (xi * depth * (theta.tan() - mu)).sqrt();
     assert!((v_star - 0.5265).abs() < 1e-3, "{v_star}");
     let accel = |v: f64| G * theta.cos() * (theta.tan() - mu - v * v / (xi * depth));
-    let ode = |v0: f64, seconds: f64| {
-        let (mut s, mut v, h) = (0.0, v0, 1e-5);
-        for _ in 0..(seconds / h).round() as usize {
-            let k1 = accel(v);
-            let k2 = accel(v + 0.5 * h * k1);
-            let k3 = accel(v + 0.5 * h * k2);
-            let k4 = accel(v + h * k3);
-            s += h * (v + h / 6.0 * (k1 + k2 + k3));
-            v += h / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4);
-        }
-        (s, v)
-    };
     let nlgs = SolverConfig::Nlgs {
         tolerance: 1e-9,
         max_sweeps: 5000,
@@ -985,7 +985,7 @@ fn voellmy_slide_tends_to_its_terminal_speed() {
             // 0.3 s (about three relaxation times ξh/(2 g cos θ v*)), then 1.2 s more.
             let r = run(&p, &f, &mut blocks, n, 1e-3, 300);
             let (s, v) = ((blocks[0].pos - x0).dot(&d), blocks[0].vel.dot(&d));
-            let (so, vo) = ode(v0, 0.3);
+            let (so, vo) = rk4_slide(accel, v0, 0.3);
             eprintln!(
                 "voellmy from {v0} m/s after 0.3 s ({}): v {v:.5} m/s (ODE {vo:.5}), s {s:.5} m \
                  (ODE {so:.5})",
