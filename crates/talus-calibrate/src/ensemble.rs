@@ -159,8 +159,14 @@ impl Ensemble {
         );
         let path = self.member_dir(m.index).join(names::MEMBER_SITE);
         Site::from_text(&path, text).map_err(|e| {
+            let notes = crate::sample::keys_added_beside(&self.site.raw, &self.params);
+            let hint = if notes.is_empty() {
+                String::new()
+            } else {
+                format!(" ([calibrate.parameters]: {})", notes.join("; "))
+            };
             Error::Ensemble(format!(
-                "member {} of [calibrate] in {}: {e}",
+                "member {} of [calibrate] in {}: {e}{hint}",
                 m.index,
                 self.site.path.display()
             ))

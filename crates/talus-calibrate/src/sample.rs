@@ -256,6 +256,32 @@ pub fn apply(
     Ok(out)
 }
 
+/// The varied keys that the site file does not hold although their table holds others,
+/// each as "`key` is not in the site file, whose `table` holds `a`, `b`": a member's
+/// options then get the key beside the site's (e.g. a friction law's coefficient varied
+/// beside another law), which is worth saying when they do not parse.
+pub fn keys_added_beside(site: &toml::Table, params: &[Parameter]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for p in params.iter().filter(|p| p.name != "block_scale") {
+        let parts: Vec<&str> = p.key.split('.').collect();
+        let Some((last, path)) = parts.split_last() else { continue };
+        let mut t = Some(site);
+        for seg in path {
+            t = t.and_then(|t| t.get(*seg)).and_then(toml::Value::as_table);
+        }
+        if let Some(t) = t.filter(|t| !t.is_empty() && !t.contains_key(*last)) {
+            let held: Vec<String> = t.keys().map(|k| format!("`{k}`")).collect();
+            notes.push(format!(
+                "`{}` is not in the site file, whose `{}` holds {}",
+                p.key,
+                path.join("."),
+                held.join(", ")
+            ));
+        }
+    }
+    notes
+}
+
 fn table_at<'a>(
     root: &'a mut toml::Table,
     path: &[&str],
@@ -478,5 +504,39 @@ mod tests {
         };
         let out = apply(&site, &parameters(&c2), &member(&c2, 0), &base).unwrap();
         assert_eq!(out["run"]["steps"].as_integer(), Some(12));
+    }
+
+    /// A varied key that lands beside the site's others in one table (a friction law's
+    /// coefficient beside another law) is named; a key the site holds, or one in a table
+    /// the site does not have, is not.
+    #[test]
+    fn keys_added_beside_the_sites_are_named() {
+        let site: toml::Table = toml::from_str(
+            "[run]\ndt = 0.02\nfriction = { block_terrain = { voellmy = { mu = 0.4, xi = 200.0, depth = 10.0 } } }\n",
+        )
+        .unwrap();
+        let c = Config {
+            parameters: Parameters {
+                keys: [
+                    ("run.friction.block_terrain.coulomb", (0.5, 0.6)),
+                    ("run.friction.block_terrain.voellmy.mu", (0.3, 0.5)),
+                    ("run.dt", (0.01, 0.02)),
+                    ("run.separation.beta", (0.5, 0.9)),
+                ]
+                .map(|(k, (lo, hi))| (k.to_string(), range(lo, hi).unwrap()))
+                .into(),
+                ..Parameters::default()
+            },
+            ..config(Search::Random)
+        };
+        let notes = keys_added_beside(&site, &parameters(&c));
+        assert_eq!(
+            notes,
+            vec![
+                "`run.friction.block_terrain.coulomb` is not in the site file, whose \
+                 `run.friction.block_terrain` holds `voellmy`"
+                    .to_string()
+            ]
+        );
     }
 }
