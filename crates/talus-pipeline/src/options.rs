@@ -80,7 +80,22 @@ pub fn from_table<T: DeserializeOwned>(
     T::deserialize(toml::Value::Table(table)).map_err(|e| OptionsError::Invalid {
         stage: stage.to_string(),
         origin: origin.to_string(),
-        message: e.to_string().trim().to_string(),
+        // An option that takes one of several forms (an enum's table, e.g. a friction
+        // law) given two of them: the toml crate's words say it of elements.
+        message: e
+            .to_string()
+            .trim()
+            .replace(
+                "wanted exactly 1 element, more than 1 element",
+                &format!(
+                    "several of this option's forms where it takes one \
+                     (`talus {stage} --help` lists them)"
+                ),
+            )
+            .replace(
+                "wanted exactly 1 element, found 0 elements",
+                "an empty table where one of this option's forms is needed",
+            ),
     })
 }
 
@@ -139,6 +154,37 @@ mod tests {
         apply_sets(&mut t, &["cell_size=1".into()]).unwrap();
         let e = apply_sets(&mut t, &["cell_size.x=1".into()]).unwrap_err();
         assert!(matches!(e, OptionsError::NotATable { .. }), "{e}");
+    }
+
+    #[derive(serde::Deserialize, Debug, PartialEq)]
+    #[serde(rename_all = "snake_case", deny_unknown_fields)]
+    enum Law {
+        Coulomb(f64),
+        Voellmy { mu: f64 },
+    }
+    #[derive(serde::Deserialize, Debug, PartialEq)]
+    #[serde(deny_unknown_fields)]
+    struct WithLaw {
+        law: Law,
+    }
+
+    /// An option of several forms given two, or none, says so and points to the help.
+    #[test]
+    fn an_option_of_several_forms_given_two_or_none_says_so() {
+        let t: toml::Table = "law = { voellmy = { mu = 0.3 } }".parse().unwrap();
+        assert_eq!(from_table::<WithLaw>(t, "run", "").unwrap().law, Law::Voellmy { mu: 0.3 });
+        for (text, says) in [
+            ("law = { coulomb = 0.5, voellmy = { mu = 0.3 } }", "several of this option's forms"),
+            ("law = {}", "an empty table where one of this option's forms is needed"),
+        ] {
+            let t: toml::Table = text.parse().unwrap();
+            let e = from_table::<WithLaw>(t, "run", " (site.toml)").unwrap_err().to_string();
+            eprintln!("{e}");
+            assert!(e.contains(says) && e.contains("law") && e.contains("site.toml"), "{e}");
+        }
+        let t: toml::Table = "law = { coulomb = 0.5, voellmy = { mu = 0.3 } }".parse().unwrap();
+        let e = from_table::<WithLaw>(t, "run", "").unwrap_err().to_string();
+        assert!(e.contains("`talus run --help`"), "{e}");
     }
 
     #[test]
