@@ -870,6 +870,7 @@ fn solve_on(problem: &Problem, pair: Option<&Pair>) -> AdmmOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::solver::testing::{bits, uniform};
 
     /// The branch-free projection of runs of 3-row cones gives [`project_soc`]'s answer,
     /// bit for bit: inside, polar and boundary cases, zeros of either sign, t = 0.
@@ -899,7 +900,6 @@ mod tests {
             assert!(bits(w) == bits(&one), "{name} differs from one cone at a time");
         }
     }
-    use crate::solver::testing::{bits, uniform};
 
     /// Three cones: the first outside its cone by a distance of 2e-3 (in the scale V = 1),
     /// the second inside it with |zᵀs| = 2e-3 (in the scale Z V = 1), the third near both

@@ -198,35 +198,32 @@ fn mul_rows_kernel(bodies: &[[u32; 2]], vals: &[[f64; 12]], x: &[f64], y: &mut [
     while k < y.len() {
         let pair = bodies[k];
         if k + 3 <= y.len() && bodies[k + 1] == pair && bodies[k + 2] == pair {
-            let (v0, v1, v2) = (&vals[k], &vals[k + 1], &vals[k + 2]);
-            let (mut a0, mut a1, mut a2) = (0.0, 0.0, 0.0);
-            for (s, &b) in pair.iter().enumerate() {
-                if b != NO_BODY {
-                    let xb = &x[6 * b as usize..6 * b as usize + 6];
-                    for a in 0..6 {
-                        a0 += v0[6 * s + a] * xb[a];
-                        a1 += v1[6 * s + a] * xb[a];
-                        a2 += v2[6 * s + a] * xb[a];
-                    }
-                }
-            }
-            y[k..k + 3].copy_from_slice(&[a0, a1, a2]);
+            y[k..k + 3].copy_from_slice(&row_products::<3>(&vals[k..k + 3], pair, x));
             k += 3;
         } else {
-            let v = &vals[k];
-            let mut acc = 0.0;
-            for (s, &b) in pair.iter().enumerate() {
-                if b != NO_BODY {
-                    let xb = &x[6 * b as usize..6 * b as usize + 6];
-                    for a in 0..6 {
-                        acc += v[6 * s + a] * xb[a];
-                    }
-                }
-            }
-            y[k] = acc;
+            y[k] = row_products::<1>(&vals[k..k + 1], pair, x)[0];
             k += 1;
         }
     }
+}
+
+/// The `R` rows `v`, all on the bodies `pair`, times x: each row sums its 12 terms in
+/// order, and the bodies' entries of x are read once for all of them.
+#[inline(always)]
+fn row_products<const R: usize>(v: &[[f64; 12]], pair: [u32; 2], x: &[f64]) -> [f64; R] {
+    let v: &[[f64; 12]; R] = v.try_into().expect("R rows");
+    let mut acc = [0.0; R];
+    for (s, &b) in pair.iter().enumerate() {
+        if b != NO_BODY {
+            let xb = &x[6 * b as usize..6 * b as usize + 6];
+            for a in 0..6 {
+                for r in 0..R {
+                    acc[r] += v[r][6 * s + a] * xb[a];
+                }
+            }
+        }
+    }
+    acc
 }
 
 /// y = Cᵀ λ over every row ([`transpose_kernel`] on rows 0, 1, 2, ...).
@@ -251,7 +248,7 @@ fn transpose_rows_kernel(
 
 /// The entries of Cᵀ λ of bodies `first..first + y.len() / 6` into y, summed over the
 /// `count` rows `row(0)`, `row(1)`, ... (ascending). Runs of three consecutive rows on one
-/// pair of bodies go through [`add_three`], the others through [`add_one`].
+/// pair of bodies are added together ([`add_rows`]).
 #[inline(always)]
 fn transpose_kernel(
     bodies: &[[u32; 2]],
@@ -273,48 +270,38 @@ fn transpose_kernel(
         let k = row(i);
         let pair = bodies[k];
         if i + 3 <= count && row(i + 2) == k + 2 && bodies[k + 1] == pair && bodies[k + 2] == pair {
-            add_three(&vals[k..k + 3], shifted(pair), &lambda[k..k + 3], mine.clone(), y);
+            add_rows::<3>(&vals[k..k + 3], shifted(pair), &lambda[k..k + 3], mine.clone(), y);
             i += 3;
         } else {
-            add_one(&vals[k], shifted(pair), lambda[k], mine.clone(), y);
+            add_rows::<1>(&vals[k..k + 1], shifted(pair), &lambda[k..k + 1], mine.clone(), y);
             i += 1;
         }
     }
 }
 
-/// One row's terms of Cᵀ λ added to y, on those of its bodies `pair` (numbered as y's
-/// bodies) that lie in `bodies`.
+/// The `R` rows `v` on the bodies `pair` (numbered as y's bodies), times their λ `l`,
+/// added to y on those of the bodies that lie in `bodies`: each entry of y gets the rows'
+/// terms in the rows' order, loaded and stored once.
 #[inline(always)]
-fn add_one(v: &[f64; 12], pair: [u32; 2], l: f64, bodies: std::ops::Range<u32>, y: &mut [f64]) {
-    for (s, &b) in pair.iter().enumerate() {
-        if bodies.contains(&b) {
-            let o = 6 * b as usize;
-            let yb = &mut y[o..o + 6];
-            for a in 0..6 {
-                yb[a] += v[6 * s + a] * l;
-            }
-        }
-    }
-}
-
-/// Three rows on one pair as three [`add_one`] in turn: each entry of y gets their terms
-/// in the rows' order, loaded and stored once.
-#[inline(always)]
-fn add_three(
+fn add_rows<const R: usize>(
     v: &[[f64; 12]],
     pair: [u32; 2],
     l: &[f64],
     bodies: std::ops::Range<u32>,
     y: &mut [f64],
 ) {
-    let (v0, v1, v2) = (&v[0], &v[1], &v[2]);
-    let (l0, l1, l2) = (l[0], l[1], l[2]);
+    let (v, l): (&[[f64; 12]; R], &[f64; R]) =
+        (v.try_into().expect("R rows"), l.try_into().expect("R multipliers"));
     for (s, &b) in pair.iter().enumerate() {
         if bodies.contains(&b) {
             let o = 6 * b as usize;
             let yb = &mut y[o..o + 6];
             for a in 0..6 {
-                yb[a] = ((yb[a] + v0[6 * s + a] * l0) + v1[6 * s + a] * l1) + v2[6 * s + a] * l2;
+                let mut t = yb[a];
+                for r in 0..R {
+                    t += v[r][6 * s + a] * l[r];
+                }
+                yb[a] = t;
             }
         }
     }
