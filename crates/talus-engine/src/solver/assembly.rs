@@ -15,7 +15,7 @@ use crate::counting_sort::by_key;
 use crate::solver::wide::wide_fn;
 use clarabel::algebra::CscMatrix;
 use nalgebra::{Matrix3, SMatrix, SVector, Vector3};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// The state of one body at the instant of the jump.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,6 +64,9 @@ pub struct Qp {
     pub r: Vec<f64>,
     /// C by rows of two bodies' 6 columns, built on the first product (see [`RowBlocks`]).
     rows: OnceLock<Option<RowBlocks>>,
+    /// H by 6 × 6 blocks of bodies, as [`assemble`] summed it (`None` for a QP given as
+    /// matrices): the block factor reads its blocks from here instead of from `h_upper`.
+    h_blocks: Option<Arc<BlockUpper>>,
 }
 
 /// Marks the second body slot of a row that touches one body only.
@@ -314,7 +317,7 @@ pub(crate) const PARALLEL_MIN_ROWS: usize = 2048;
 impl Qp {
     /// The QP with these data.
     pub fn new(h_upper: CscMatrix<f64>, p: Vec<f64>, c: CscMatrix<f64>, r: Vec<f64>) -> Self {
-        Qp { h_upper, p, c, r, rows: OnceLock::new() }
+        Qp { h_upper, p, c, r, rows: OnceLock::new(), h_blocks: None }
     }
 
     /// The QP with these data and C's row layout, made with C's rows.
@@ -326,11 +329,26 @@ impl Qp {
         rows: RowBlocks,
     ) -> Self {
         debug_assert!(RowBlocks::new(&c).is_some_and(|made| made == rows));
-        Qp { h_upper, p, c, r, rows: OnceLock::from(Some(rows)) }
+        Qp { h_upper, p, c, r, rows: OnceLock::from(Some(rows)), h_blocks: None }
     }
 
     pub(crate) fn row_blocks(&self) -> Option<&RowBlocks> {
         self.rows.get_or_init(|| RowBlocks::new(&self.c)).as_ref()
+    }
+
+    /// H by blocks of bodies, when the QP was assembled from bodies and contacts.
+    pub(crate) fn h_blocks(&self) -> Option<&BlockUpper> {
+        self.h_blocks.as_deref()
+    }
+
+    /// The same QP with `blocks` as H's blocks (H's own, as [`Qp::h_blocks`] gave them).
+    pub(crate) fn with_h_blocks(self, blocks: Option<Arc<BlockUpper>>) -> Self {
+        Qp { h_blocks: blocks, ..self }
+    }
+
+    /// H's blocks as shared, for a QP with the same H.
+    pub(crate) fn shared_h_blocks(&self) -> Option<Arc<BlockUpper>> {
+        self.h_blocks.clone()
     }
 
     /// Number of unknowns.
@@ -549,7 +567,8 @@ const UPPER_TRIANGLE: u64 = {
 /// pattern when a nonzero value was added to it; values are summed in the order they are
 /// added (the first one stored as is), so the result is the same, bit for bit, as a
 /// triplet list compressed with duplicates summed in order.
-struct BlockUpper {
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct BlockUpper {
     /// Off-diagonal blocks (ba, bb), ba < bb, sorted by (bb, ba).
     offdiag: Vec<(usize, usize)>,
     /// First off-diagonal block of each block column bb (index into `offdiag`), length n + 1.
@@ -623,7 +642,49 @@ impl BlockUpper {
         self.mask[slot] |= set & keep;
     }
 
-    fn into_csc(self) -> CscMatrix<f64> {
+    /// Number of bodies.
+    pub(crate) fn n_bodies(&self) -> usize {
+        self.first.len() - 1
+    }
+
+    /// The pairs of bodies (ba, bb), ba < bb, that have a block off the diagonal.
+    pub(crate) fn pairs(&self) -> &[(usize, usize)] {
+        &self.offdiag
+    }
+
+    /// Body `b`'s diagonal block, both triangles: the upper one's entries mirrored, +0
+    /// where nothing was added (the values `to_csc` holds, and nothing where it holds none).
+    pub(crate) fn diagonal(&self, b: usize) -> [[f64; 6]; 6] {
+        let (vals, mask) = (&self.vals[b], self.mask[b]);
+        let mut out = [[0.0; 6]; 6];
+        for a in 0..6 {
+            for c in a..6 {
+                if mask & (1u64 << (6 * a + c)) != 0 {
+                    out[a][c] = vals[6 * a + c];
+                    out[c][a] = vals[6 * a + c];
+                }
+            }
+        }
+        out
+    }
+
+    /// The block of pair `k` of [`BlockUpper::pairs`], row-major (rows of body ba, columns
+    /// of body bb), +0 where nothing was added.
+    pub(crate) fn off_diagonal(&self, k: usize) -> [[f64; 6]; 6] {
+        let slot = self.n_bodies() + k;
+        let (vals, mask) = (&self.vals[slot], self.mask[slot]);
+        let mut out = [[0.0; 6]; 6];
+        for a in 0..6 {
+            for c in 0..6 {
+                if mask & (1u64 << (6 * a + c)) != 0 {
+                    out[a][c] = vals[6 * a + c];
+                }
+            }
+        }
+        out
+    }
+
+    fn to_csc(&self) -> CscMatrix<f64> {
         let nb = self.first.len() - 1;
         let n = 6 * nb;
         let mut colptr = Vec::with_capacity(n + 1);
@@ -723,7 +784,7 @@ pub fn assemble(bodies: &[JumpBody], contacts: &[JumpContact], gravity_dt: f64) 
             }
         }
     }
-    let h_upper = h.into_csc();
+    let h_upper = h.to_csc();
     // C in compressed columns: column 6 b + a holds the contacts of body b, ascending.
     let mut count = vec![0usize; bodies.len() + 1];
     for (b, _) in &c_sides {
@@ -757,7 +818,7 @@ pub fn assemble(bodies: &[JumpBody], contacts: &[JumpContact], gravity_dt: f64) 
         }
     }
     let c = CscMatrix { m: contacts.len(), n, colptr, rowval, nzval };
-    Qp::new(h_upper, p, c, r)
+    Qp::new(h_upper, p, c, r).with_h_blocks(Some(Arc::new(h)))
 }
 
 #[cfg(test)]

@@ -508,7 +508,8 @@ pub fn assemble_cones(
             RowBlocks::from_rows(b, v),
         ),
         _ => Qp::new(base.h_upper.clone(), base.p.clone(), c, r),
-    };
+    }
+    .with_h_blocks(base.shared_h_blocks());
     ConeQp { qp, cones, normal_rows, mu: friction.iter().map(|f| f.mu).collect(), tangents }
 }
 

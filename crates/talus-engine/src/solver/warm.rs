@@ -437,14 +437,22 @@ impl BlockK {
             from.extend([a, b]);
             to.extend([b, a]);
         };
-        let mut seen = vec![usize::MAX; nb];
-        for col in 0..n {
-            let j = col / 6;
-            for &row in &h.rowval[h.colptr[col]..h.colptr[col + 1]] {
-                let i = row / 6;
-                if i != j && seen[i] != j {
-                    seen[i] = j;
-                    couple(i, j);
+        let blocks = qp.h_blocks().filter(|b| b.n_bodies() == nb);
+        match blocks {
+            // Every pair with a block of H (a superset of those with a nonzero entry; all
+            // of them pairs of a contact, so of C's rows below too).
+            Some(hb) => hb.pairs().iter().for_each(|&(a, b)| couple(a, b)),
+            None => {
+                let mut seen = vec![usize::MAX; nb];
+                for col in 0..n {
+                    let j = col / 6;
+                    for &row in &h.rowval[h.colptr[col]..h.colptr[col + 1]] {
+                        let i = row / 6;
+                        if i != j && seen[i] != j {
+                            seen[i] = j;
+                            couple(i, j);
+                        }
+                    }
                 }
             }
         }
@@ -500,13 +508,30 @@ impl BlockK {
             let (hi, lo) = if i > j { (i, j) } else { (j, i) };
             k_index[chol.position(hi, lo).expect("K's block is in L's structure")]
         };
-        // H's blocks, summed once (each factorisation starts from them), entry by entry in
-        // H's compressed order.
+        // H's blocks, summed once (each factorisation starts from them): copied from the
+        // assembly's blocks, or summed entry by entry in H's compressed order (the same
+        // values: each entry of a block is one entry of H or +0).
         let mut h_diag = vec![Matrix6::<f64>::zeros(); nb];
         let mut h_lower = vec![Matrix6::<f64>::zeros(); k_positions.len()];
+        if let Some(hb) = blocks {
+            for (b, &p) in pos.iter().enumerate() {
+                let d = hb.diagonal(b);
+                h_diag[p] = Matrix6::from_fn(|a, c| d[a][c]);
+            }
+            for (k, &(ba, bb)) in hb.pairs().iter().enumerate() {
+                let (i, j) = (pos[ba], pos[bb]);
+                let block = hb.off_diagonal(k);
+                // K's block (later body, earlier body): H's as is or transposed.
+                h_lower[coupling(i, j)] = if i > j {
+                    Matrix6::from_fn(|a, c| block[a][c])
+                } else {
+                    Matrix6::from_fn(|a, c| block[c][a])
+                };
+            }
+        }
         // A column's entries of one body come together: look their block up once.
         let mut last: Option<(usize, usize, usize)> = None;
-        for col in 0..n {
+        for col in (0..n).filter(|_| blocks.is_none()) {
             for k in h.colptr[col]..h.colptr[col + 1] {
                 let (row, v) = (h.rowval[k], h.nzval[k]);
                 let (i, j) = (pos[row / 6], pos[col / 6]);
@@ -1109,18 +1134,18 @@ mod tests {
     use crate::solver::assembly::{JumpBody, JumpContact, assemble};
     use nalgebra::{DVector, Matrix3};
 
-    /// K = H + Σ ρ_k c_k c_kᵀ of a random island of 40 bodies (contacts between random
-    /// pairs, so the factor has fill, and with the ground), factorised by blocks and by
-    /// faer's scalar Cholesky on the same order: both solve K d = b as a dense Cholesky
-    /// of K does.
-    #[test]
-    fn block_and_scalar_factors_agree_with_a_dense_solve() {
+    /// A random island of `nb` bodies and 4 `nb` contacts between random pairs (so that
+    /// its factor has fill), one in five with the ground, one in `no_kappa` with κ = 0
+    /// (`Some(k)`: one in k; a pair of bodies with no entry of H off the diagonal), and a random number source.
+    fn random_island(
+        nb: usize,
+        no_kappa: Option<usize>,
+    ) -> (Vec<JumpBody>, Vec<JumpContact>, impl FnMut() -> f64) {
         let mut s = 99u64;
-        let mut rnd = || {
+        let mut rnd = move || {
             s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             (s >> 11) as f64 / (1u64 << 53) as f64
         };
-        let nb = 40;
         let bodies: Vec<JumpBody> = (0..nb)
             .map(|k| JumpBody {
                 mass: 10.0 + 100.0 * rnd(),
@@ -1134,10 +1159,11 @@ mod tests {
                 omega: nalgebra::Vector3::zeros(),
             })
             .collect();
-        let contacts: Vec<JumpContact> = (0..160)
+        let contacts: Vec<JumpContact> = (0..4 * nb)
             .map(|c| {
                 let i = (rnd() * nb as f64) as usize;
                 let j = (c % 5 != 0).then(|| (i + 1 + (rnd() * (nb - 1) as f64) as usize) % nb);
+                let kappa = if no_kappa.is_some_and(|k| c % k == 1) { 0.0 } else { 1.0 };
                 JumpContact {
                     i,
                     j,
@@ -1145,12 +1171,22 @@ mod tests {
                         - 0.5 * nalgebra::Vector3::repeat(1.0),
                     normal: nalgebra::Vector3::new(rnd() - 0.5, rnd() - 0.5, rnd() + 0.2)
                         .normalize(),
-                    kappa_n: 10.0 * rnd(),
-                    kappa_t: 5.0 * rnd(),
+                    kappa_n: 10.0 * rnd() * kappa,
+                    kappa_t: 5.0 * rnd() * kappa,
                     separation: 0.0,
                 }
             })
             .collect();
+        (bodies, contacts, rnd)
+    }
+
+    /// K = H + Σ ρ_k c_k c_kᵀ of a random island of 40 bodies (contacts between random
+    /// pairs, so the factor has fill, and with the ground), factorised by blocks and by
+    /// faer's scalar Cholesky on the same order: both solve K d = b as a dense Cholesky
+    /// of K does.
+    #[test]
+    fn block_and_scalar_factors_agree_with_a_dense_solve() {
+        let (bodies, contacts, mut rnd) = random_island(40, None);
         let qp = assemble(&bodies, &contacts, 0.1);
         let rows = qp.row_blocks().expect("rows of two bodies");
         let rho: Vec<f64> = (0..qp.m()).map(|_| 0.1 + 10.0 * rnd()).collect();
@@ -1186,5 +1222,31 @@ mod tests {
             assert!(r.amax() < 1e-9 * k.amax() * scale, "residual {}", r.amax());
         }
         assert!(fill > 4.0, "{fill} block products per column: the island should have fill");
+    }
+
+    /// The block factor's H, read from the blocks the assembly summed, is H's compressed
+    /// columns summed by blocks, bit for bit (order, diagonal and coupling blocks), also
+    /// where a contact's κ is 0 and its pair has no entry of H off the diagonal.
+    #[test]
+    fn blocks_of_h_from_the_assembly_are_those_of_its_columns() {
+        for no_kappa in [None, Some(3)] {
+            let (bodies, contacts, _) = random_island(60, no_kappa);
+            let qp = assemble(&bodies, &contacts, 0.1);
+            assert!(qp.h_blocks().is_some());
+            let columns = Qp::new(qp.h_upper.clone(), qp.p.clone(), qp.c.clone(), qp.r.clone());
+            assert!(columns.h_blocks().is_none());
+            let rows = qp.row_blocks().expect("rows of two bodies");
+            let a = BlockK::new(&qp, rows, f64::INFINITY, false).expect("ordering");
+            let b = BlockK::new(&columns, rows, f64::INFINITY, false).expect("ordering");
+            assert_eq!(a.pos, b.pos, "κ = 0 on one in {no_kappa:?}: order");
+            assert_eq!(a.k_positions, b.k_positions);
+            let bits = |m: &[Matrix6<f64>]| -> Vec<u64> {
+                m.iter().flat_map(|b| b.iter().map(|v| v.to_bits()).collect::<Vec<_>>()).collect()
+            };
+            assert_eq!(bits(&a.h_diag), bits(&b.h_diag), "κ = 0 on one in {no_kappa:?}");
+            assert_eq!(bits(&a.h_lower), bits(&b.h_lower), "κ = 0 on one in {no_kappa:?}");
+            let zero_blocks = b.h_lower.iter().filter(|m| m.iter().all(|v| *v == 0.0)).count();
+            assert_eq!(zero_blocks > 0, no_kappa.is_some(), "{zero_blocks} blocks of K without H");
+        }
     }
 }
