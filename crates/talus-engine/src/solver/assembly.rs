@@ -120,6 +120,39 @@ impl RowBlocks {
         RowBlocks { bodies, vals }
     }
 
+    /// C in compressed columns (n = 6 × bodies): column 6 b + a holds entry a of every row
+    /// on body b, rows ascending, explicit zeros included: the matrix [`csc_from_rows`]
+    /// makes from the rows' entries, bit for bit, sorting one key per row and body instead
+    /// of one per entry.
+    pub(crate) fn to_csc(&self, n: usize) -> CscMatrix<f64> {
+        let nb = n / 6;
+        let sides = |k: usize| {
+            let b = self.bodies[k];
+            (0..2).filter(move |&s| b[s] != NO_BODY).map(move |s| (b[s] as usize, s))
+        };
+        let keys: Vec<usize> =
+            (0..self.bodies.len()).flat_map(|k| sides(k).map(|(b, _)| b)).collect();
+        let slots: Vec<(usize, usize)> =
+            (0..self.bodies.len()).flat_map(|k| sides(k).map(move |(_, s)| (k, s))).collect();
+        let (start, order) = by_key(nb, &keys);
+        let mut colptr = Vec::with_capacity(n + 1);
+        let mut rowval = Vec::with_capacity(6 * keys.len());
+        let mut nzval = Vec::with_capacity(6 * keys.len());
+        colptr.push(0);
+        for b in 0..nb {
+            let mine = &order[start[b]..start[b + 1]];
+            for a in 0..6 {
+                for &e in mine {
+                    let (k, s) = slots[e];
+                    rowval.push(k);
+                    nzval.push(self.vals[k][6 * s + a]);
+                }
+                colptr.push(rowval.len());
+            }
+        }
+        CscMatrix { m: self.bodies.len(), n, colptr, rowval, nzval }
+    }
+
     /// Row k: its bodies (the smaller first, [`NO_BODY`] in the second slot for a row on one
     /// body) and its 6 values on each.
     pub(crate) fn row(&self, k: usize) -> ([u32; 2], &[f64; 12]) {
