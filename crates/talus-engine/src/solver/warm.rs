@@ -295,7 +295,8 @@ fn constraint_rows(qp: &Qp) -> Vec<Vec<(usize, f64)>> {
 ///
 /// H and CᵀC couple bodies, not single unknowns, so the ordering is computed on the bodies'
 /// contact graph (36 times fewer entries than the scalar graph), and K's blocks are summed
-/// straight from H's entries and from C's rows of two bodies ([`RowBlocks`]).
+/// from H's blocks (as the assembly summed them, [`Qp::h_blocks`], else from H's entries)
+/// and from C's rows of two bodies ([`RowBlocks`]).
 struct BlockK {
     /// Position of each body in the factor's order.
     pos: Vec<usize>,
