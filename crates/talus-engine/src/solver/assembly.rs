@@ -66,6 +66,7 @@ pub struct Qp {
     rows: OnceLock<Option<RowBlocks>>,
     /// H by 6 × 6 blocks of bodies, as [`assemble`] summed it (`None` for a QP given as
     /// matrices): the block factor reads its blocks from here instead of from `h_upper`.
+    /// It is H: code that changes `h_upper` must drop it ([`Qp::with_h_blocks`]`(None)`).
     h_blocks: Option<Arc<BlockUpper>>,
 }
 

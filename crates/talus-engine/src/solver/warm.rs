@@ -1136,8 +1136,9 @@ mod tests {
     use nalgebra::{DVector, Matrix3};
 
     /// A random island of `nb` bodies and 4 `nb` contacts between random pairs (so that
-    /// its factor has fill), one in five with the ground, one in `no_kappa` with κ = 0
-    /// (`Some(k)`: one in k; a pair of bodies with no entry of H off the diagonal), and a random number source.
+    /// its factor has fill), one in five with the ground, and with `no_kappa = Some(k)`
+    /// one in k with κ = 0 (a pair of bodies with no entry of H off the diagonal); and the
+    /// random number source, to draw more from.
     fn random_island(
         nb: usize,
         no_kappa: Option<usize>,
