@@ -127,14 +127,13 @@ impl RowBlocks {
     /// of one per entry.
     pub(crate) fn to_csc(&self, n: usize) -> CscMatrix<f64> {
         let nb = n / 6;
-        let sides = |k: usize| {
-            let b = self.bodies[k];
-            (0..2).filter(move |&s| b[s] != NO_BODY).map(move |s| (b[s] as usize, s))
-        };
-        let keys: Vec<usize> =
-            (0..self.bodies.len()).flat_map(|k| sides(k).map(|(b, _)| b)).collect();
-        let slots: Vec<(usize, usize)> =
-            (0..self.bodies.len()).flat_map(|k| sides(k).map(move |(_, s)| (k, s))).collect();
+        // (row, slot) of every row's side on a body, and that body.
+        let slots: Vec<(usize, usize)> = (0..self.bodies.len())
+            .flat_map(|k| {
+                (0..2).filter(move |&s| self.bodies[k][s] != NO_BODY).map(move |s| (k, s))
+            })
+            .collect();
+        let keys: Vec<usize> = slots.iter().map(|&(k, s)| self.bodies[k][s] as usize).collect();
         let (start, order) = by_key(nb, &keys);
         let mut colptr = Vec::with_capacity(n + 1);
         let mut rowval = Vec::with_capacity(6 * keys.len());

@@ -519,7 +519,7 @@ fn cones_of(
         Some((b, v)) if n.is_multiple_of(6) => {
             let layout = RowBlocks::from_rows(b, v);
             let c =
-                if entries { csc_from_rows(m, n, &rows, &cols, &vals) } else { layout.to_csc(n) };
+                if by_rows { layout.to_csc(n) } else { csc_from_rows(m, n, &rows, &cols, &vals) };
             Qp::with_row_blocks(base.h_upper.clone(), base.p.clone(), c, r, layout)
         }
         _ => Qp::new(

@@ -529,31 +529,32 @@ impl BlockK {
                     Matrix6::from_fn(|a, c| block[c][a])
                 };
             }
-        }
-        // A column's entries of one body come together: look their block up once.
-        let mut last: Option<(usize, usize, usize)> = None;
-        for col in (0..n).filter(|_| blocks.is_none()) {
-            for k in h.colptr[col]..h.colptr[col + 1] {
-                let (row, v) = (h.rowval[k], h.nzval[k]);
-                let (i, j) = (pos[row / 6], pos[col / 6]);
-                let (a, b) = (row % 6, col % 6);
-                let mut lower = || match last {
-                    Some((li, lj, p)) if (li, lj) == (i, j) => p,
-                    _ => {
-                        let p = coupling(i, j);
-                        last = Some((i, j, p));
-                        p
-                    }
-                };
-                match i.cmp(&j) {
-                    std::cmp::Ordering::Equal => {
-                        h_diag[i][(a, b)] += v;
-                        if a != b {
-                            h_diag[i][(b, a)] += v;
+        } else {
+            // A column's entries of one body come together: look their block up once.
+            let mut last: Option<(usize, usize, usize)> = None;
+            for col in 0..n {
+                for k in h.colptr[col]..h.colptr[col + 1] {
+                    let (row, v) = (h.rowval[k], h.nzval[k]);
+                    let (i, j) = (pos[row / 6], pos[col / 6]);
+                    let (a, b) = (row % 6, col % 6);
+                    let mut lower = || match last {
+                        Some((li, lj, p)) if (li, lj) == (i, j) => p,
+                        _ => {
+                            let p = coupling(i, j);
+                            last = Some((i, j, p));
+                            p
                         }
+                    };
+                    match i.cmp(&j) {
+                        std::cmp::Ordering::Equal => {
+                            h_diag[i][(a, b)] += v;
+                            if a != b {
+                                h_diag[i][(b, a)] += v;
+                            }
+                        }
+                        std::cmp::Ordering::Greater => h_lower[lower()][(a, b)] += v,
+                        std::cmp::Ordering::Less => h_lower[lower()][(b, a)] += v,
                     }
-                    std::cmp::Ordering::Greater => h_lower[lower()][(a, b)] += v,
-                    std::cmp::Ordering::Less => h_lower[lower()][(b, a)] += v,
                 }
             }
         }
