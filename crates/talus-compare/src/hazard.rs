@@ -158,20 +158,28 @@ pub fn write_hazard_rasters(
     Ok(written)
 }
 
+/// Most cells [`grid_over`] makes (the hazard maps hold several values per cell).
+pub const MAX_CELLS: usize = 50_000_000;
+
 /// A grid of cells of side `cell` covering the trajectories (plus one cell), for runs
-/// without a survey grid.
-pub fn grid_over(traj: &Trajectories, cell: f64) -> Option<Grid> {
+/// without a survey grid. `Ok(None)` without trajectories; `Err([nx, ny])` when it would
+/// have more than [`MAX_CELLS`] cells (the counts saturate).
+pub fn grid_over(traj: &Trajectories, cell: f64) -> Result<Option<Grid>, [usize; 2]> {
     if traj.x.is_empty() {
-        return None;
+        return Ok(None);
     }
     let fold = |v: &[f64], f: fn(f64, f64) -> f64, init: f64| v.iter().copied().fold(init, f);
     let (xmin, xmax) = (fold(&traj.x, f64::min, f64::INFINITY), fold(&traj.x, f64::max, f64::MIN));
     let (ymin, ymax) = (fold(&traj.y, f64::min, f64::INFINITY), fold(&traj.y, f64::max, f64::MIN));
     let x0 = (xmin / cell).floor() * cell - cell;
     let y0 = (ymin / cell).floor() * cell - cell;
-    let nx = ((xmax - x0) / cell).ceil() as usize + 1;
-    let ny = ((ymax - y0) / cell).ceil() as usize + 1;
-    Some(Grid { x0, y0, cell, nx, ny })
+    // `as usize` saturates (and takes NaN to 0).
+    let nx = (((xmax - x0) / cell).ceil() as usize).saturating_add(1);
+    let ny = (((ymax - y0) / cell).ceil() as usize).saturating_add(1);
+    if nx.saturating_mul(ny) > MAX_CELLS {
+        return Err([nx, ny]);
+    }
+    Ok(Some(Grid { x0, y0, cell, nx, ny }))
 }
 
 #[cfg(test)]
@@ -249,6 +257,22 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The grid over the trajectories covers them with a cell to spare on each side;
+    /// one of more than MAX_CELLS cells is refused with its dimensions, before any
+    /// allocation, whatever the cell (saturating, not overflowing).
+    #[test]
+    fn the_grid_over_the_trajectories_covers_them_and_is_bounded() {
+        let traj = line(1, (12.0, 3.0, 0.0), (48.0, 21.0, 0.0), 1.0, 5);
+        let g = grid_over(&traj, 5.0).unwrap().unwrap();
+        assert_eq!((g.x0, g.y0, g.nx, g.ny), (5.0, -5.0, 10, 7));
+        assert!(g.x0 + 5.0 <= 12.0 && g.x0 + 5.0 * g.nx as f64 >= 48.0 + 5.0);
+        assert!(g.y0 + 5.0 <= 3.0 && g.y0 + 5.0 * g.ny as f64 >= 21.0 + 5.0);
+        assert_eq!(grid_over(&Trajectories::default(), 5.0), Ok(None));
+        let [nx, ny] = grid_over(&traj, 1e-3).unwrap_err();
+        assert!((36_001..=36_003).contains(&nx) && (18_001..=18_003).contains(&ny), "{nx} {ny}");
+        assert_eq!(grid_over(&traj, 1e-300).unwrap_err(), [usize::MAX, usize::MAX]);
     }
 
     /// A block that stops in a cell and stays there for many samples counts once; the

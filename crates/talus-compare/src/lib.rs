@@ -105,20 +105,30 @@ impl Outputs {
     }
 }
 
-/// The hazard maps of the run's trajectories: on the survey's grid when there is one (the
-/// ground from the run's TIN, else the post-event survey), else on a grid of
-/// `hazard_cell_size` over the trajectories (the ground from the TIN, if any). `None`
-/// without trajectories.
-fn hazard_maps(config: &Config, data: &inputs::Data) -> Option<hazard::HazardMap> {
+/// The grid of the hazard maps: the survey's when there is one, else a grid of
+/// `hazard_cell_size` over the trajectories (refused when it would have more than
+/// [`hazard::MAX_CELLS`] cells). `None` without trajectories.
+fn hazard_grid(config: &Config, data: &inputs::Data) -> Result<Option<inputs::Grid>, Error> {
     if data.trajectories.x.is_empty() {
-        return None;
+        return Ok(None);
     }
-    let grid = match &data.survey {
-        Some(s) => s.grid,
-        None => hazard::grid_over(&data.trajectories, config.hazard_cell_size)?,
+    let Some(survey) = &data.survey else {
+        return hazard::grid_over(&data.trajectories, config.hazard_cell_size).map_err(|[nx, ny]| {
+            Error::Config(format!(
+                "hazard_cell_size = {} m: the hazard maps over the trajectories would have {nx} × {ny} cells, more than {}: raise hazard_cell_size",
+                config.hazard_cell_size,
+                hazard::MAX_CELLS
+            ))
+        });
     };
+    Ok(Some(survey.grid))
+}
+
+/// The hazard maps of the run's trajectories on `grid` (see [`hazard_grid`]), the ground
+/// from the run's TIN if any, else the post-event survey.
+fn hazard_maps(grid: &inputs::Grid, data: &inputs::Data) -> hazard::HazardMap {
     let ground = match (&data.terrain, &data.survey) {
-        (Some(t), _) => hazard::ground_from_tin(&grid, t),
+        (Some(t), _) => hazard::ground_from_tin(grid, t),
         (None, Some(s)) => s.z_post.clone(),
         (None, None) => vec![f64::NAN; grid.nx * grid.ny],
     };
@@ -126,11 +136,9 @@ fn hazard_maps(config: &Config, data: &inputs::Data) -> Option<hazard::HazardMap
     for b in [&data.initial_blocks, &data.final_blocks] {
         mass.extend(b.id.iter().copied().zip(b.mass.iter().copied()));
     }
-    Some(hazard::hazard_map(&grid, &ground, &data.trajectories, &mass))
+    hazard::hazard_map(grid, &ground, &data.trajectories, &mass)
 }
 
-/// Compare a run with its survey (if any) and write metrics, thickness map, figures and
-/// report under `out_dir`.
 pub fn run(
     config: &Config,
     inputs: &Inputs,
@@ -143,6 +151,7 @@ pub fn run(
     let _lock = talus_io::OutputLock::directory(out_dir)?;
     progress.start("read", 0);
     let data = inputs::load(inputs)?;
+    let hazard_grid = hazard_grid(config, &data)?;
     progress.finish();
     let out = Outputs::in_dir(out_dir);
     let prov = talus_io::Provenance::new("compare", env!("CARGO_PKG_VERSION"), config)
@@ -164,7 +173,7 @@ pub fn run(
     progress.finish();
 
     progress.start("figures", 0);
-    let hazard = hazard_maps(config, &data);
+    let hazard = hazard_grid.as_ref().map(|g| hazard_maps(g, &data));
     // The along-flow axis of the section figure and of the block-size table.
     let section = figures::Section::of(&data, map.as_ref());
     let figs =

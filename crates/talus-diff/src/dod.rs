@@ -37,6 +37,11 @@ impl Grid {
         Grid { x0, y0, cell, nx, ny }
     }
 
+    /// Whether the grid has more than `max` cells (saturating: never overflows).
+    pub fn exceeds(&self, max: usize) -> bool {
+        self.nx.saturating_mul(self.ny) > max
+    }
+
     /// Number of cells.
     pub fn len(&self) -> usize {
         self.nx * self.ny

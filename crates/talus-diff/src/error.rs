@@ -23,6 +23,11 @@ pub enum Error {
         "no {cell} m grid cell holds points of both surveys ({pre} and {post}) after filtering: the overlap is empty"
     )]
     EmptyOverlap { cell: f64, pre: PathBuf, post: PathBuf },
+    #[error(
+        "diff configuration: dod.cell_size = {cell} m over the surveys' overlap ({:.1} × {:.1} m) makes a grid of {nx} × {ny} cells, more than {max}: raise dod.cell_size, or crop the surveys to the site (talus ingest with bbox or polygon)",
+        extent[0], extent[1]
+    )]
+    GridTooLarge { cell: f64, nx: usize, ny: usize, extent: [f64; 2], max: usize },
     #[error("{path}: cannot build the output table: {source}")]
     Arrow {
         path: PathBuf,

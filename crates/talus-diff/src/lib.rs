@@ -121,6 +121,10 @@ fn bbox(p: &[[f64; 3]]) -> [f64; 4] {
     })
 }
 
+/// Most cells of a DoD grid (about 140 bytes a cell while differencing: 7 GB at the
+/// limit).
+pub const MAX_CELLS: usize = 50_000_000;
+
 /// Difference two in-memory surveys (already filtered). `names` label them in errors.
 pub fn diff_clouds(
     config: &Config,
@@ -142,6 +146,15 @@ pub fn diff_clouds(
         });
     }
     let grid = Grid::covering(xmin, ymin, xmax, ymax, config.dod.cell_size);
+    if grid.exceeds(MAX_CELLS) {
+        return Err(Error::GridTooLarge {
+            cell: config.dod.cell_size,
+            nx: grid.nx,
+            ny: grid.ny,
+            extent: [xmax - xmin, ymax - ymin],
+            max: MAX_CELLS,
+        });
+    }
     // M3C2, C2C and the registration share the pre-event k-d tree.
     let registering = config.registration.method != config::RegistrationMethod::None;
     let need_tree = config.m3c2.enabled || config.c2c.enabled || registering;

@@ -27,15 +27,27 @@ static HELD: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
 pub struct OutputLock {
     /// `None` when this process already held the lock (re-entrant use).
     held: Option<(File, PathBuf)>,
+    /// The directories [`OutputLock::directory`] created for it, deepest first. When the
+    /// lock is released with nothing but the lock file in the directory (a stage refused
+    /// before writing anything), the lock file and these directories are removed again.
+    created: Vec<PathBuf>,
 }
 
 impl OutputLock {
     /// Lock the output directory `dir` (created if missing), then remove the temporary
     /// files earlier writers left in it ([`clean_stale_temporaries`]).
     pub fn directory(dir: &Path) -> Result<OutputLock> {
+        let created: Vec<PathBuf> = dir
+            .ancestors()
+            .take_while(|a| !a.as_os_str().is_empty() && !a.exists())
+            .map(Path::to_path_buf)
+            .collect();
         crate::error::create_dir(dir)?;
-        let lock = Self::acquire(&dir.join(DIR_LOCK), dir)?;
+        let mut lock = Self::acquire(&dir.join(DIR_LOCK), dir)?;
         clean_stale_temporaries(dir)?;
+        if lock.held.is_some() {
+            lock.created = created;
+        }
         Ok(lock)
     }
 
@@ -69,7 +81,7 @@ impl OutputLock {
         let key = lock_path.canonicalize().map_err(os(lock_path))?;
         let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
         if held.contains(&key) {
-            return Ok(OutputLock { held: None });
+            return Ok(OutputLock { held: None, created: Vec::new() });
         }
         match file.try_lock() {
             Ok(()) => {}
@@ -91,15 +103,32 @@ impl OutputLock {
         file.seek(SeekFrom::Start(0)).map_err(os(lock_path))?;
         writeln!(file, "{}", std::process::id()).map_err(os(lock_path))?;
         held.insert(key.clone());
-        Ok(OutputLock { held: Some((file, key)) })
+        Ok(OutputLock { held: Some((file, key)), created: Vec::new() })
     }
 }
 
 impl Drop for OutputLock {
     fn drop(&mut self) {
         if let Some((file, key)) = self.held.take() {
+            // Nothing written into a directory made for this lock: remove the lock file
+            // (still holding it) and, once released, the directories.
+            let bare = self.created.first().is_some_and(|dir| {
+                std::fs::read_dir(dir).is_ok_and(|entries| {
+                    let names: Vec<_> = entries.flatten().map(|e| e.file_name()).collect();
+                    names.len() == 1 && names[0] == DIR_LOCK
+                })
+            });
+            let bare = bare && std::fs::remove_file(&key).is_ok();
             HELD.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
             let _ = file.unlock();
+            drop(file);
+            if bare {
+                for dir in &self.created {
+                    if std::fs::remove_dir(dir).is_err() {
+                        break;
+                    }
+                }
+            }
         }
     }
 }
@@ -156,6 +185,42 @@ mod tests {
         assert!(!is_temporary(".hidden"));
         assert!(is_temporary_of(".pre.parquet.x9Y8z7.tmp", "pre.parquet"));
         assert!(!is_temporary_of(".post.parquet.x9Y8z7.tmp", "pre.parquet"));
+    }
+
+    /// A directory made for the lock and left with nothing but the lock file (a stage
+    /// refused before writing) is removed with the directories made above it; one with an
+    /// output, or one that was there before, stays.
+    #[test]
+    fn a_directory_made_for_a_lock_and_left_bare_is_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let deep = dir.path().join("runs/site/diff");
+        drop(OutputLock::directory(&deep).unwrap());
+        assert!(!dir.path().join("runs").exists());
+        // Within a held lock (the pipeline's), a stage's directory goes, the pipeline's stays
+        // while it holds it and goes when it is released bare.
+        let site = dir.path().join("runs/site");
+        let outer = OutputLock::directory(&site).unwrap();
+        drop(OutputLock::directory(&deep).unwrap());
+        assert!(!deep.exists() && site.join(DIR_LOCK).exists());
+        drop(outer);
+        assert!(!dir.path().join("runs").exists());
+        // Written into: kept, with its lock file.
+        let lock = OutputLock::directory(&deep).unwrap();
+        std::fs::write(deep.join("dod.parquet"), b"x").unwrap();
+        drop(lock);
+        assert!(deep.join("dod.parquet").exists() && deep.join(DIR_LOCK).exists());
+        // There before: kept, even bare.
+        let mine = dir.path().join("mine");
+        std::fs::create_dir(&mine).unwrap();
+        drop(OutputLock::directory(&mine).unwrap());
+        assert!(mine.is_dir());
+        // Locked again in the same process (re-entrant): the inner release removes nothing.
+        let fresh = dir.path().join("fresh");
+        let a = OutputLock::directory(&fresh).unwrap();
+        drop(OutputLock::directory(&fresh).unwrap());
+        assert!(fresh.join(DIR_LOCK).exists());
+        drop(a);
+        assert!(!fresh.exists());
     }
 
     #[test]

@@ -76,6 +76,12 @@ pub struct Config {
     /// pre-event one (those cells are counted as empty and reported); above it the
     /// surfaces are taken as inconsistent and the stage fails.
     pub max_crossing_fraction: f64,
+    /// Most blocks the sizes may place. Before any paving the stage bounds the count
+    /// (each class's share of the volume to fill, or all of it, over the class's block
+    /// volume, summed over the classes) and refuses sizes whose bound is larger: edges
+    /// given in millimetres instead of metres would otherwise pave for hours or run out of
+    /// memory. Raise it to seed more blocks on purpose.
+    pub max_blocks: usize,
 }
 
 impl Default for Config {
@@ -99,6 +105,7 @@ impl Default for Config {
             min_inside: 1.0,
             zone_ids: Vec::new(),
             max_crossing_fraction: 0.05,
+            max_blocks: 200_000,
         }
     }
 }
@@ -240,6 +247,24 @@ impl Config {
         }
     }
 
+    /// An upper bound on the number of blocks the classes can place in `volume` m³ to
+    /// fill: a class with a share takes at most its share plus half a block (one block
+    /// above it, to be safe), one without takes at most the whole volume, each block
+    /// being disjoint from the others and inside the volume. Infinite when a block's
+    /// volume underflows to 0.
+    pub fn block_bound(&self, volume: f64) -> f64 {
+        self.classes()
+            .iter()
+            .map(|c| {
+                let v = c.size.iter().product::<f64>();
+                match c.volume_fraction {
+                    Some(f) => (f * volume / v + 1.0).floor(),
+                    None => (volume / v).floor(),
+                }
+            })
+            .sum()
+    }
+
     /// Check the options before any work.
     pub fn validate(&self) -> Result<(), Error> {
         let bad = |m: String| Err(Error::Config(m));
@@ -347,6 +372,15 @@ impl Config {
         }
         if self.target_count == Some(0) {
             return bad("target_count must be >= 1".into());
+        }
+        if self.max_blocks == 0 {
+            return bad("max_blocks must be >= 1".into());
+        }
+        if let Some(t) = self.target_count.filter(|&t| t > self.max_blocks) {
+            return bad(format!(
+                "target_count = {t} is more than max_blocks = {} (raise max_blocks to seed that many)",
+                self.max_blocks
+            ));
         }
         if !(1..=16).contains(&self.subdivide) {
             return bad(format!("subdivide = {} must be in 1..=16", self.subdivide));

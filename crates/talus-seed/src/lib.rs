@@ -245,6 +245,23 @@ pub fn seed_above(
     }
     let volume = void.volume();
     let sizes = config.classes();
+    // With a target count the sizes are scaled to it (at most max_blocks, checked above).
+    let bound = config.block_bound(volume);
+    if config.target_count.is_none() && (bound.is_nan() || bound > config.max_blocks as f64) {
+        let smallest = sizes
+            .iter()
+            .map(|c| c.size)
+            .min_by(|a, b| a.iter().product::<f64>().total_cmp(&b.iter().product::<f64>()))
+            .expect("validate: at least one class");
+        return Err(Error::TooManyBlocks {
+            path: path.to_path_buf(),
+            bound,
+            volume,
+            smallest,
+            smallest_volume: smallest.iter().product(),
+            max: config.max_blocks,
+        });
+    }
     let tilted = match config.orientation {
         config::Orientation::Upright => None,
         config::Orientation::ScarFloor => {

@@ -235,3 +235,31 @@ fn sparse_cylinders_are_flagged_not_fatal() {
     assert!(flagged.iter().all(|m| m.distance.is_nan() && !m.significant));
     assert!(r.m3c2.iter().any(|m| m.flag == 0));
 }
+
+/// A cell size in the wrong unit (1 mm over 100 × 60 m: 6e9 cells) is refused with the
+/// grid's dimensions before any cell is allocated; the same surveys on the limit's side
+/// are differenced.
+#[test]
+fn a_grid_of_too_many_cells_is_refused_before_differencing() {
+    let p = plane(2_000, 4, 0.0);
+    let mut cfg = config();
+    cfg.dod.cell_size = 1e-3;
+    cfg.m3c2.enabled = false;
+    cfg.c2c.enabled = false;
+    let names = (Path::new("a"), Path::new("b"));
+    let Err(e) = talus_diff::diff_clouds(&cfg, p.clone(), p.clone(), names, &NoProgress) else {
+        panic!("a grid of 6e9 cells was accepted");
+    };
+    match &e {
+        talus_diff::Error::GridTooLarge { nx, ny, max, .. } => {
+            assert!(nx * ny > *max && *max == talus_diff::MAX_CELLS, "{e}");
+            assert!((99_000..=100_001).contains(nx) && (59_000..=60_001).contains(ny), "{e}");
+        }
+        _ => panic!("{e}"),
+    }
+    assert!(e.to_string().contains("dod.cell_size = 0.001 m"), "{e}");
+    // 10 cm: 1000 × 600 cells, within the limit.
+    cfg.dod.cell_size = 0.1;
+    let r = talus_diff::diff_clouds(&cfg, p.clone(), p, names, &NoProgress).unwrap();
+    assert!(r.dod.grid.len() <= talus_diff::MAX_CELLS);
+}

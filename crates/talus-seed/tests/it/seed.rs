@@ -96,6 +96,43 @@ fn box_void_is_filled_exactly_by_blocks_that_divide_it() {
 }
 
 #[test]
+fn sizes_that_could_place_more_than_max_blocks_are_refused_before_paving() {
+    let (v, o) = box_void();
+    // 1 m cubes pave the 12 × 6 × 10 m box exactly: the bound is the count.
+    let cubes = Config { size: [1.0, 1.0, 1.0], azimuth: Some(0.0), ..Config::default() };
+    assert_eq!(cubes.block_bound(v.volume()), 720.0);
+    let s = seed(&cubes, &v, Some(&o), Path::new("dod.parquet"), &NoProgress).unwrap();
+    assert_eq!(s.summary.blocks, 720);
+    // One fewer allowed: refused, naming the file, the bound and the limit.
+    let tight = Config { max_blocks: 719, ..cubes.clone() };
+    let e = seed(&tight, &v, Some(&o), Path::new("dod.parquet"), &NoProgress).unwrap_err();
+    assert!(matches!(e, Error::TooManyBlocks { bound, max: 719, .. } if bound == 720.0), "{e}");
+    let m = e.to_string();
+    assert!(m.contains("dod.parquet") && m.contains("720 blocks") && m.contains("719"), "{m}");
+    // The thesis's block in millimetres: refused at once by the default limit (about
+    // 4e8 blocks), where paving it would run out of memory.
+    let mm = Config { size: [10.935e-3, 9.636e-3, 15.775e-3], ..Config::default() };
+    let e = seed(&mm, &v, Some(&o), Path::new("dod.parquet"), &NoProgress).unwrap_err();
+    assert!(matches!(e, Error::TooManyBlocks { bound, max: 200_000, .. } if bound > 4e8), "{e}");
+    // A class with a share is bounded by its share (plus one block), one without by the
+    // whole volume.
+    let shared = Config {
+        sizes: Some(talus_seed::config::Sizes::Classes {
+            classes: vec![
+                talus_seed::config::SizeClass { size: [2.0, 2.0, 2.0], volume_fraction: Some(0.5) },
+                talus_seed::config::SizeClass { size: [1.0, 1.0, 1.0], volume_fraction: None },
+            ],
+        }),
+        ..Config::default()
+    };
+    assert_eq!(shared.block_bound(720.0), (0.5 * 720.0 / 8.0 + 1.0) + 720.0);
+    // A target count above the limit is a configuration error.
+    let many = Config { target_count: Some(300_000), ..Config::default() };
+    let e = seed(&many, &v, Some(&o), Path::new("dod.parquet"), &NoProgress).unwrap_err();
+    assert!(matches!(e, Error::Config(ref m) if m.contains("max_blocks")), "{e}");
+}
+
+#[test]
 fn a_gap_between_blocks_costs_only_the_gap() {
     // The 12 × 6 × 10 m box holds 3 × 2 × 2 blocks of 3.9 × 2.9 × 4.9 m 0.1 m apart
     // (11.9 × 5.9 × 9.9 m). A lattice step of a/12 would put neighbours 13 steps apart
@@ -240,6 +277,7 @@ fn size_classes_fill_more_and_target_count_is_met() {
         s1.summary.fill_fraction, s2.summary.fill_fraction, s2.summary.classes
     );
     assert!(s2.summary.fill_fraction > s1.summary.fill_fraction);
+    assert!(s2.summary.blocks as f64 <= two.block_bound(s2.summary.volume_to_fill));
     assert_eq!(s2.summary.classes[0].blocks, s1.summary.blocks);
     assert_disjoint(&s2.blocks);
     assert_corners_inside(&s2.blocks, &v, &o);
@@ -305,6 +343,7 @@ fn a_power_law_of_sizes_is_placed_largest_first_within_each_class_share() {
     }
     assert!(s.summary.classes.iter().all(|c| c.blocks > 0));
     assert!(s.summary.fitted_exponent.is_some());
+    assert!(s.summary.blocks as f64 <= config.block_bound(fill), "{}", s.summary.blocks);
 }
 
 #[test]
