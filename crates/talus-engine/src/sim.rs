@@ -3,9 +3,10 @@
 
 use crate::body::Block;
 use crate::config::{Config, ConfigError, SeparationMethod};
+use crate::geometry::broad::BroadCache;
 use crate::geometry::colliders::Statics;
 use crate::geometry::contact::{Contact, Other};
-use crate::geometry::detect::{DetectParams, DetectTimings, detect, detect_again};
+use crate::geometry::detect::{DetectParams, DetectTimings, detect, detect_cached};
 use crate::solver::assembly::{JumpBody, JumpContact};
 use crate::solver::warm::ContactKey;
 use crate::solver::warm::WarmStart;
@@ -93,6 +94,8 @@ pub struct Simulation {
     /// detection computes again only the contacts of blocks that moved since
     /// ([`detect_again`]).
     last_detection: Option<(Vec<Contact>, Vec<Pose>, f64)>,
+    /// The broad phase's pairs kept between detections (the same pairs either way).
+    pairs: BroadCache,
 }
 
 /// A block's position, orientation and activity, by their bits (what a contact depends on).
@@ -194,6 +197,7 @@ impl Simulation {
             warm: WarmStart::default(),
             totals: Totals::default(),
             last_detection: None,
+            pairs: BroadCache::default(),
         };
         if !sim.config.allow_initial_overlap {
             sim.check_overlap()?;
@@ -222,13 +226,23 @@ impl Simulation {
             {
                 let moved: Vec<bool> = before.iter().zip(&poses).map(|(a, b)| a != b).collect();
                 if moved.contains(&true) {
-                    detect_again(&self.blocks, &self.statics, &params, timings, &previous, &moved)
+                    let reuse = Some((&previous[..], &moved[..]));
+                    detect_cached(
+                        &self.blocks,
+                        &self.statics,
+                        &params,
+                        timings,
+                        reuse,
+                        &mut self.pairs,
+                    )
                 } else {
                     *timings = DetectTimings::default();
                     previous
                 }
             }
-            _ => detect(&self.blocks, &self.statics, &params, timings),
+            _ => {
+                detect_cached(&self.blocks, &self.statics, &params, timings, None, &mut self.pairs)
+            }
         };
         self.last_detection = Some((contacts.clone(), poses, params.tolerance));
         contacts

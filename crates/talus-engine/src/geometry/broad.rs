@@ -69,14 +69,87 @@ const CHUNK: usize = 512;
 /// `margin`, overlap. With `margin` = tolerance / 2 these are all the pairs that can be
 /// closer than the tolerance. Blocks with a non-finite state are skipped.
 pub fn candidate_pairs(blocks: &[Block], margin: f64) -> Vec<(usize, usize)> {
-    let aabbs: Vec<Option<Aabb>> = blocks
+    pairs_from_aabbs(&live_aabbs(blocks, margin))
+}
+
+/// The bounding boxes of [`candidate_pairs`]: `None` for inactive blocks and blocks with a
+/// non-finite state.
+pub fn live_aabbs(blocks: &[Block], margin: f64) -> Vec<Option<Aabb>> {
+    blocks
         .par_iter()
         .map(|b| {
             let a = block_aabb(b, margin);
             (b.active && a.is_finite()).then_some(a)
         })
-        .collect();
-    pairs_from_aabbs(&aabbs)
+        .collect()
+}
+
+impl Aabb {
+    /// Whether `o` lies inside this box (closed).
+    pub fn contains(&self, o: &Aabb) -> bool {
+        self.min.x <= o.min.x
+            && self.min.y <= o.min.y
+            && self.min.z <= o.min.z
+            && o.max.x <= self.max.x
+            && o.max.y <= self.max.y
+            && o.max.z <= self.max.z
+    }
+}
+
+/// The skin of a [`BroadCache`]'s boxes as a fraction of the smallest extent: of the
+/// smallest live box for the pairs, of each block's box for its triangles.
+pub const SKIN_FRACTION: f64 = 0.5;
+
+/// What the broad phase keeps from one detection to the next: the candidate pairs (below)
+/// and each block's candidate triangles of the TIN (used by the contact detection, kept
+/// for the block's box grown by a skin, and valid while the block's box stays inside it).
+///
+/// The candidate pairs are a Verlet list: the pairs of the boxes
+/// grown by a skin when the list was made. While every box stays inside its grown box, two
+/// boxes that overlap have grown boxes that overlap, so the pairs that overlap now are
+/// those of the list that overlap: [`candidate_pairs`]'s answer, in its order, with no
+/// grid. A box that leaves its grown box (or a box that appears) makes the list again.
+/// The answer never depends on when the list was made.
+#[derive(Debug, Clone, Default)]
+pub struct BroadCache {
+    /// Each box grown by the skin when the list was made (`None`: not live then).
+    grown: Vec<Option<Aabb>>,
+    /// The overlapping pairs of `grown`, ascending.
+    pairs: Vec<(usize, usize)>,
+    /// How many calls made the list (for tests and benches).
+    pub builds: u64,
+    /// Each block's box grown by the skin and the TIN's triangles near it
+    /// ([`crate::geometry::colliders::TinCollider::query_near`]).
+    pub(crate) tris: Vec<Option<(Aabb, Vec<u32>)>>,
+}
+
+impl BroadCache {
+    /// [`candidate_pairs`]`(blocks, margin)`, from the kept list when it still holds.
+    pub fn candidate_pairs(&mut self, blocks: &[Block], margin: f64) -> Vec<(usize, usize)> {
+        let aabbs = live_aabbs(blocks, margin);
+        let holds = self.grown.len() == aabbs.len()
+            && aabbs.iter().zip(&self.grown).all(|(a, g)| match (a, g) {
+                (None, _) => true,
+                (Some(a), Some(g)) => g.contains(a),
+                (Some(_), None) => false,
+            });
+        if !holds {
+            let smallest =
+                aabbs.iter().flatten().map(|a| (a.max - a.min).min()).fold(f64::INFINITY, f64::min);
+            let skin = if smallest.is_finite() { SKIN_FRACTION * smallest } else { 0.0 };
+            self.grown = aabbs.iter().map(|a| a.map(|a| a.inflated(skin))).collect();
+            self.pairs = pairs_from_aabbs(&self.grown);
+            self.builds += 1;
+        }
+        self.pairs
+            .iter()
+            .copied()
+            .filter(|&(i, j)| match (&aabbs[i], &aabbs[j]) {
+                (Some(a), Some(b)) => a.overlaps(b),
+                _ => false,
+            })
+            .collect()
+    }
 }
 
 /// The occupied cells: box indices grouped by cell, ascending within a cell, with their

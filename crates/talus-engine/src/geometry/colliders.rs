@@ -437,6 +437,34 @@ impl TinCollider {
         });
     }
 
+    /// [`TinCollider::query_near`] for a box inside a larger one whose answer is
+    /// `candidates`: those of them that the box's own query keeps, in the same order. Both
+    /// tests of a triangle (its xy box meets the box's; it is not more than `tol / n_z`
+    /// under the box's lowest point) can only fail more for a smaller box, so the box's
+    /// answer is within the larger one's.
+    pub fn query_near_within(
+        &self,
+        candidates: &[u32],
+        lo: [f64; 3],
+        hi: [f64; 3],
+        tol: f64,
+        out: &mut Vec<u32>,
+    ) {
+        out.clear();
+        if !self.grid.overlaps(&[lo[0], lo[1]], &[hi[0], hi[1]]) {
+            return;
+        }
+        out.extend(candidates.iter().copied().filter(|&t| {
+            let (a, b) = &self.boxes[t as usize];
+            let below = lo[2] - self.tops[t as usize];
+            a[0] <= hi[0]
+                && b[0] >= lo[0]
+                && a[1] <= hi[1]
+                && b[1] >= lo[1]
+                && (below <= 0.0 || below * self.normals[t as usize].z <= tol)
+        }));
+    }
+
     /// Barycentric xy coordinates of (x, y) in triangle `t` (None if its xy area is zero).
     pub fn barycentric_xy(&self, t: u32, x: f64, y: f64) -> Option<[f64; 3]> {
         let [a, b, c] = self.triangle(t);

@@ -49,7 +49,7 @@ pub fn detect(
     params: &DetectParams,
     timings: &mut DetectTimings,
 ) -> Vec<Contact> {
-    detect_with(blocks, statics, params, timings, None)
+    detect_with(blocks, statics, params, timings, None, None)
 }
 
 /// [`detect`] of a configuration that differs from an earlier one only in the blocks with
@@ -66,7 +66,24 @@ pub fn detect_again(
     moved: &[bool],
 ) -> Vec<Contact> {
     assert_eq!(moved.len(), blocks.len());
-    detect_with(blocks, statics, params, timings, Some((previous, moved)))
+    detect_with(blocks, statics, params, timings, Some((previous, moved)), None)
+}
+
+/// [`detect`] (`reuse` = None) or [`detect_again`] (`reuse` = the earlier contacts and
+/// the moved blocks), with the broad phase's pairs kept in `cache` from one call to the
+/// next ([`broad::BroadCache`]): the same contacts, in the same order.
+pub fn detect_cached(
+    blocks: &[Block],
+    statics: &Statics,
+    params: &DetectParams,
+    timings: &mut DetectTimings,
+    reuse: Option<(&[Contact], &[bool])>,
+    cache: &mut broad::BroadCache,
+) -> Vec<Contact> {
+    if let Some((_, moved)) = reuse {
+        assert_eq!(moved.len(), blocks.len());
+    }
+    detect_with(blocks, statics, params, timings, reuse, Some(cache))
 }
 
 fn detect_with(
@@ -75,6 +92,7 @@ fn detect_with(
     params: &DetectParams,
     timings: &mut DetectTimings,
     reuse: Option<(&[Contact], &[bool])>,
+    cache: Option<&mut broad::BroadCache>,
 ) -> Vec<Contact> {
     let tol = params.tolerance;
     let moved = |k: usize| reuse.is_none_or(|(_, m)| m[k]);
@@ -96,7 +114,10 @@ fn detect_with(
             && b.pos.iter().chain(b.half.iter()).all(|c| c.is_finite())
             && b.rot.coords.iter().all(|c| c.is_finite())
     };
-    let pairs = broad::candidate_pairs(blocks, tol / 2.0);
+    let (pairs, kept_tris) = match cache {
+        Some(c) => (c.candidate_pairs(blocks, tol / 2.0), Some(&mut c.tris)),
+        None => (broad::candidate_pairs(blocks, tol / 2.0), None),
+    };
     // pairs are sorted by i: first pair index of every block.
     let mut first = vec![0usize; blocks.len() + 1];
     for &(i, _) in &pairs {
@@ -105,9 +126,9 @@ fn detect_with(
     for k in 0..blocks.len() {
         first[k + 1] += first[k];
     }
-    let tris: Vec<Vec<u32>> = match &statics.tin {
+    let tris: Vec<Vec<u32>> = match (&statics.tin, kept_tris) {
         // One scratch buffer per rayon job, and one allocation of the right size per block.
-        Some(tin) => blocks
+        (Some(tin), None) => blocks
             .par_iter()
             .enumerate()
             .map_init(Vec::new, |scratch, (i, b)| {
@@ -120,7 +141,36 @@ fn detect_with(
                 scratch.to_vec()
             })
             .collect(),
-        None => Vec::new(),
+        // The triangles near each block's grown box, kept while its box stays inside.
+        (Some(tin), Some(kept)) => {
+            kept.resize(blocks.len(), None);
+            blocks
+                .par_iter()
+                .zip(kept.par_iter_mut())
+                .enumerate()
+                .map(|(i, (b, k))| {
+                    let mut out = Vec::new();
+                    if live(b) && moved(i) {
+                        let a = broad::block_aabb(b, tol);
+                        let corners = |a: &broad::Aabb| {
+                            ([a.min.x, a.min.y, a.min.z], [a.max.x, a.max.y, a.max.z])
+                        };
+                        if !k.as_ref().is_some_and(|(grown, _)| grown.contains(&a)) {
+                            let grown = a.inflated(broad::SKIN_FRACTION * (a.max - a.min).min());
+                            let (lo, hi) = corners(&grown);
+                            let mut near = Vec::new();
+                            tin.query_near(lo, hi, tol, &mut near);
+                            *k = Some((grown, near));
+                        }
+                        let (lo, hi) = corners(&a);
+                        let near = &k.as_ref().expect("kept above").1;
+                        tin.query_near_within(near, lo, hi, tol, &mut out);
+                    }
+                    out
+                })
+                .collect()
+        }
+        (None, _) => Vec::new(),
     };
     let t1 = Instant::now();
 

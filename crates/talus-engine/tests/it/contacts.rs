@@ -8,7 +8,9 @@ use talus_engine::body::Block;
 use talus_engine::geometry::broad::{self, Aabb};
 use talus_engine::geometry::colliders::{ColliderError, Plane, Statics, TinCollider};
 use talus_engine::geometry::contact::{Contact, Other};
-use talus_engine::geometry::detect::{DetectParams, DetectTimings, detect, detect_again};
+use talus_engine::geometry::detect::{
+    DetectParams, DetectTimings, detect, detect_again, detect_cached,
+};
 
 type V3 = Vector3<f64>;
 
@@ -758,6 +760,69 @@ fn detecting_again_after_some_blocks_moved_is_a_full_detection() {
         let unchanged =
             detect_again(&blocks, &statics, &params, &mut t, &full, &vec![false; blocks.len()]);
         assert_eq!(bits(&unchanged), bits(&full), "round {round}: nothing moved");
+        previous = full;
+    }
+}
+
+/// Detecting with the broad phase's pairs and triangles kept from one detection to the
+/// next gives the contacts of a full detection, bit for bit and in the same order, after
+/// moves within the kept boxes' skin (the pairs are not made again), beyond it (they are),
+/// rotations, blocks leaving the run and coming back; with and without the earlier
+/// contacts.
+#[test]
+fn detecting_with_the_kept_broad_phase_is_a_full_detection() {
+    let statics = wavy_statics();
+    let mut blocks = jumble(300, 12);
+    let mut rng = ChaCha8Rng::seed_from_u64(26);
+    let params = DetectParams { tolerance: TOL };
+    let mut t = DetectTimings::default();
+    let mut cache = broad::BroadCache::default();
+    let mut previous = detect_cached(&blocks, &statics, &params, &mut t, None, &mut cache);
+    assert_eq!(bits(&previous), bits(&run(&blocks, &statics)));
+    assert_eq!(cache.builds, 1);
+    for round in 0..12 {
+        // Rounds 0-3 and 8-9 move blocks by at most 1 mm (within the skin: half of
+        // the smallest box's extent, at least 0.25 m); the others by up to 0.3 m, some rotated,
+        // some by up to 2 m across the TIN, some leaving the run and some coming back.
+        let small = round < 4 || (8..10).contains(&round);
+        let step = if small { 1e-3 } else { 0.3 };
+        let mut moved = vec![false; blocks.len()];
+        for (k, b) in blocks.iter_mut().enumerate() {
+            if rng.random_bool(0.3) {
+                moved[k] = true;
+                b.pos += v(
+                    rng.random_range(-step..step),
+                    rng.random_range(-step..step),
+                    rng.random_range(-step..step),
+                );
+                if !small && rng.random_bool(0.3) {
+                    let w = v(rng.random_range(-0.3..0.3), rng.random_range(-0.3..0.3), 0.0);
+                    b.rot = UnitQuaternion::from_scaled_axis(w) * b.rot;
+                }
+                if !small && rng.random_bool(0.05) {
+                    b.active = !b.active;
+                }
+                // Jumps across the TIN's 1 m triangles.
+                if !small && rng.random_bool(0.2) {
+                    b.pos += v(rng.random_range(-2.0..2.0), rng.random_range(-2.0..2.0), 0.0);
+                }
+            }
+        }
+        let builds = cache.builds;
+        let full = run(&blocks, &statics);
+        let again = detect_cached(
+            &blocks,
+            &statics,
+            &params,
+            &mut t,
+            Some((&previous, &moved)),
+            &mut cache,
+        );
+        assert_eq!(bits(&again), bits(&full), "round {round}");
+        assert_eq!(cache.builds == builds, small, "round {round}: pairs made again");
+        let fresh = detect_cached(&blocks, &statics, &params, &mut t, None, &mut cache);
+        assert_eq!(bits(&fresh), bits(&full), "round {round}, without the earlier contacts");
+        assert!(full.iter().any(|c| matches!(c.other, Other::Terrain(_))));
         previous = full;
     }
 }
