@@ -135,7 +135,7 @@ fn type_name(root: &serde_json::Value, v: &serde_json::Value) -> String {
                     } else if let Some(e) = a.get("enum").and_then(|e| e.as_array()) {
                         e.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(" | ")
                     } else if let Some(p) = a.get("properties").and_then(|p| p.as_object()) {
-                        format!("{{ {} = ... }}", p.keys().cloned().collect::<Vec<_>>().join(", "))
+                        variant_table(root, p)
                     } else {
                         type_name(root, a)
                     }
@@ -158,6 +158,28 @@ fn type_name(root: &serde_json::Value, v: &serde_json::Value) -> String {
         _ if r.get("properties").is_some() => "table".into(),
         _ => "value".into(),
     }
+}
+
+/// A table alternative of a tagged enum: its tag with its value first (a property with
+/// one allowed value), then its other keys, e.g. `{ method = "grid", keep, spacing = ... }`.
+fn variant_table(
+    root: &serde_json::Value,
+    props: &serde_json::Map<String, serde_json::Value>,
+) -> String {
+    let fixed = |v: &serde_json::Value| {
+        let v = resolve(root, v);
+        v.get("const").cloned().or_else(|| {
+            v.get("enum").and_then(|e| e.as_array()).filter(|e| e.len() == 1).map(|e| e[0].clone())
+        })
+    };
+    let mut parts: Vec<String> =
+        props.iter().filter_map(|(k, v)| fixed(v).map(|c| format!("{k} = {c}"))).collect();
+    let rest: Vec<&str> =
+        props.iter().filter(|(_, v)| fixed(v).is_none()).map(|(k, _)| k.as_str()).collect();
+    if !rest.is_empty() {
+        parts.push(format!("{} = ...", rest.join(", ")));
+    }
+    format!("{{ {} }}", parts.join(", "))
 }
 
 fn render_properties(
