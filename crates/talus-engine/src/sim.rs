@@ -94,7 +94,8 @@ pub struct Simulation {
     /// detection computes again only the contacts of blocks that moved since
     /// ([`detect_again`]).
     last_detection: Option<(Vec<Contact>, Vec<Pose>, f64)>,
-    /// The broad phase's pairs kept between detections (the same pairs either way).
+    /// The broad phase's pairs and TIN triangles kept between detections (the same
+    /// contacts either way; like `last_detection`, it takes `statics` as never changing).
     pairs: BroadCache,
 }
 
