@@ -139,6 +139,8 @@ fn hazard_maps(grid: &inputs::Grid, data: &inputs::Data) -> hazard::HazardMap {
     hazard::hazard_map(grid, &ground, &data.trajectories, &mass)
 }
 
+/// Compare a run with its survey (if any) and write metrics, thickness map, figures and
+/// report under `out_dir`.
 pub fn run(
     config: &Config,
     inputs: &Inputs,

@@ -248,18 +248,25 @@ impl Config {
     }
 
     /// An upper bound on the number of blocks the classes can place in `volume` m³ to
-    /// fill: a class with a share takes at most its share plus half a block (one block
-    /// above it, to be safe), one without takes at most the whole volume, each block
-    /// being disjoint from the others and inside the volume. Infinite when a block's
-    /// volume underflows to 0.
+    /// fill. A block holds at least its class's volume v (times the least thickness
+    /// multiple with `thickness = "fit"`), at least `min_inside` of it inside the volume
+    /// (as the paving measures it, over the cells under the block) and disjoint from the
+    /// others; a class with a share stops within half a block of
+    /// it (one block is allowed here). So a class with a share places at most
+    /// (share × volume + v) / v_least blocks, one without volume / (min_inside × v_least).
+    /// Infinite when a block's volume underflows to 0.
     pub fn block_bound(&self, volume: f64) -> f64 {
+        let thinnest = match self.thickness {
+            pack::Thickness::Fixed => 1.0,
+            pack::Thickness::Fit => self.thickness_range[0],
+        };
         self.classes()
             .iter()
             .map(|c| {
                 let v = c.size.iter().product::<f64>();
                 match c.volume_fraction {
-                    Some(f) => (f * volume / v + 1.0).floor(),
-                    None => (volume / v).floor(),
+                    Some(f) => ((f * volume + v) / (thinnest * v)).floor(),
+                    None => (volume / (self.min_inside * thinnest * v)).floor(),
                 }
             })
             .sum()

@@ -258,7 +258,6 @@ pub fn seed_above(
             bound,
             volume,
             smallest,
-            smallest_volume: smallest.iter().product(),
             max: config.max_blocks,
         });
     }

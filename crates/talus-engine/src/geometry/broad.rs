@@ -18,6 +18,7 @@ use rayon::prelude::*;
 
 use crate::body::Block;
 use crate::counting_sort::by_key;
+use crate::geometry::colliders::TinCollider;
 
 /// An axis-aligned box (world), m.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -46,6 +47,21 @@ impl Aabb {
     /// Whether every coordinate is finite.
     pub fn is_finite(&self) -> bool {
         self.min.iter().chain(self.max.iter()).all(|c| c.is_finite())
+    }
+
+    /// Whether `o` lies inside this box (closed).
+    pub fn contains(&self, o: &Aabb) -> bool {
+        self.min.x <= o.min.x
+            && self.min.y <= o.min.y
+            && self.min.z <= o.min.z
+            && o.max.x <= self.max.x
+            && o.max.y <= self.max.y
+            && o.max.z <= self.max.z
+    }
+
+    /// The lowest and highest corners as arrays.
+    pub fn corners(&self) -> ([f64; 3], [f64; 3]) {
+        (self.min.into(), self.max.into())
     }
 }
 
@@ -84,21 +100,9 @@ pub fn live_aabbs(blocks: &[Block], margin: f64) -> Vec<Option<Aabb>> {
         .collect()
 }
 
-impl Aabb {
-    /// Whether `o` lies inside this box (closed).
-    pub fn contains(&self, o: &Aabb) -> bool {
-        self.min.x <= o.min.x
-            && self.min.y <= o.min.y
-            && self.min.z <= o.min.z
-            && o.max.x <= self.max.x
-            && o.max.y <= self.max.y
-            && o.max.z <= self.max.z
-    }
-}
-
 /// The skin of a [`BroadCache`]'s boxes as a fraction of the smallest extent: of the
 /// smallest live box for the pairs, of each block's box for its triangles.
-pub const SKIN_FRACTION: f64 = 0.5;
+const SKIN_FRACTION: f64 = 0.5;
 
 /// What the broad phase keeps from one detection to the next: the candidate pairs (below)
 /// and each block's candidate triangles of the TIN (used by the contact detection, kept
@@ -119,8 +123,8 @@ pub struct BroadCache {
     /// How many calls made the list (for tests and benches).
     pub builds: u64,
     /// Each block's box grown by the skin and the TIN's triangles near it
-    /// ([`crate::geometry::colliders::TinCollider::query_near`]).
-    pub(crate) tris: Vec<Option<(Aabb, Vec<u32>)>>,
+    /// ([`TinCollider::query_near`]).
+    tris: Vec<Option<(Aabb, Vec<u32>)>>,
 }
 
 impl BroadCache {
@@ -147,6 +151,41 @@ impl BroadCache {
             .filter(|&(i, j)| match (&aabbs[i], &aabbs[j]) {
                 (Some(a), Some(b)) => a.overlaps(b),
                 _ => false,
+            })
+            .collect()
+    }
+
+    /// For each block, the TIN's triangles that [`TinCollider::query_near`] gives for its
+    /// box grown by `tol` (empty where `wanted` is false), from the triangles kept for the
+    /// block's box grown by a skin while its box stays inside that one.
+    pub fn near_triangles(
+        &mut self,
+        blocks: &[Block],
+        tin: &TinCollider,
+        tol: f64,
+        wanted: impl Fn(usize, &Block) -> bool + Sync,
+    ) -> Vec<Vec<u32>> {
+        self.tris.resize(blocks.len(), None);
+        blocks
+            .par_iter()
+            .zip(self.tris.par_iter_mut())
+            .enumerate()
+            .map(|(i, (b, kept))| {
+                let mut out = Vec::new();
+                if wanted(i, b) {
+                    let a = block_aabb(b, tol);
+                    if !kept.as_ref().is_some_and(|(grown, _)| grown.contains(&a)) {
+                        let grown = a.inflated(SKIN_FRACTION * (a.max - a.min).min());
+                        let (lo, hi) = grown.corners();
+                        let mut near = Vec::new();
+                        tin.query_near(lo, hi, tol, &mut near);
+                        *kept = Some((grown, near));
+                    }
+                    let (lo, hi) = a.corners();
+                    let near = &kept.as_ref().expect("kept above").1;
+                    tin.query_near_within(near, lo, hi, tol, &mut out);
+                }
+                out
             })
             .collect()
     }

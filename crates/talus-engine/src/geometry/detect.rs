@@ -114,9 +114,36 @@ fn detect_with(
             && b.pos.iter().chain(b.half.iter()).all(|c| c.is_finite())
             && b.rot.coords.iter().all(|c| c.is_finite())
     };
-    let (pairs, kept_tris) = match cache {
-        Some(c) => (c.candidate_pairs(blocks, tol / 2.0), Some(&mut c.tris)),
-        None => (broad::candidate_pairs(blocks, tol / 2.0), None),
+    let want_tris = |i: usize, b: &Block| live(b) && moved(i);
+    let (pairs, tris) = match cache {
+        Some(c) => {
+            let pairs = c.candidate_pairs(blocks, tol / 2.0);
+            let tris = match &statics.tin {
+                Some(tin) => c.near_triangles(blocks, tin, tol, want_tris),
+                None => Vec::new(),
+            };
+            (pairs, tris)
+        }
+        None => {
+            let tris = match &statics.tin {
+                // One scratch buffer per rayon job, and one allocation of the right size
+                // per block.
+                Some(tin) => blocks
+                    .par_iter()
+                    .enumerate()
+                    .map_init(Vec::new, |scratch, (i, b)| {
+                        scratch.clear();
+                        if want_tris(i, b) {
+                            let (lo, hi) = broad::block_aabb(b, tol).corners();
+                            tin.query_near(lo, hi, tol, scratch);
+                        }
+                        scratch.to_vec()
+                    })
+                    .collect(),
+                None => Vec::new(),
+            };
+            (broad::candidate_pairs(blocks, tol / 2.0), tris)
+        }
     };
     // pairs are sorted by i: first pair index of every block.
     let mut first = vec![0usize; blocks.len() + 1];
@@ -126,52 +153,6 @@ fn detect_with(
     for k in 0..blocks.len() {
         first[k + 1] += first[k];
     }
-    let tris: Vec<Vec<u32>> = match (&statics.tin, kept_tris) {
-        // One scratch buffer per rayon job, and one allocation of the right size per block.
-        (Some(tin), None) => blocks
-            .par_iter()
-            .enumerate()
-            .map_init(Vec::new, |scratch, (i, b)| {
-                scratch.clear();
-                if live(b) && moved(i) {
-                    let a = broad::block_aabb(b, tol);
-                    let (lo, hi) = ([a.min.x, a.min.y, a.min.z], [a.max.x, a.max.y, a.max.z]);
-                    tin.query_near(lo, hi, tol, scratch);
-                }
-                scratch.to_vec()
-            })
-            .collect(),
-        // The triangles near each block's grown box, kept while its box stays inside.
-        (Some(tin), Some(kept)) => {
-            kept.resize(blocks.len(), None);
-            blocks
-                .par_iter()
-                .zip(kept.par_iter_mut())
-                .enumerate()
-                .map(|(i, (b, k))| {
-                    let mut out = Vec::new();
-                    if live(b) && moved(i) {
-                        let a = broad::block_aabb(b, tol);
-                        let corners = |a: &broad::Aabb| {
-                            ([a.min.x, a.min.y, a.min.z], [a.max.x, a.max.y, a.max.z])
-                        };
-                        if !k.as_ref().is_some_and(|(grown, _)| grown.contains(&a)) {
-                            let grown = a.inflated(broad::SKIN_FRACTION * (a.max - a.min).min());
-                            let (lo, hi) = corners(&grown);
-                            let mut near = Vec::new();
-                            tin.query_near(lo, hi, tol, &mut near);
-                            *k = Some((grown, near));
-                        }
-                        let (lo, hi) = corners(&a);
-                        let near = &k.as_ref().expect("kept above").1;
-                        tin.query_near_within(near, lo, hi, tol, &mut out);
-                    }
-                    out
-                })
-                .collect()
-        }
-        (None, _) => Vec::new(),
-    };
     let t1 = Instant::now();
 
     // Each block's oriented box once (the rotation matrix of its quaternion).

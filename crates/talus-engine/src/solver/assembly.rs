@@ -687,34 +687,22 @@ impl BlockUpper {
 
     /// Body `b`'s diagonal block, both triangles: the upper one's entries mirrored, +0
     /// where nothing was added (the values `to_csc` holds, and nothing where it holds none).
-    pub(crate) fn diagonal(&self, b: usize) -> [[f64; 6]; 6] {
+    pub(crate) fn diagonal(&self, b: usize) -> SMatrix<f64, 6, 6> {
         let (vals, mask) = (&self.vals[b], self.mask[b]);
-        let mut out = [[0.0; 6]; 6];
-        for a in 0..6 {
-            for c in a..6 {
-                if mask & (1u64 << (6 * a + c)) != 0 {
-                    out[a][c] = vals[6 * a + c];
-                    out[c][a] = vals[6 * a + c];
-                }
-            }
-        }
-        out
+        SMatrix::from_fn(|a, c| {
+            let (a, c) = (a.min(c), a.max(c));
+            if mask & (1u64 << (6 * a + c)) != 0 { vals[6 * a + c] } else { 0.0 }
+        })
     }
 
-    /// The block of pair `k` of [`BlockUpper::pairs`], row-major (rows of body ba, columns
-    /// of body bb), +0 where nothing was added.
-    pub(crate) fn off_diagonal(&self, k: usize) -> [[f64; 6]; 6] {
+    /// The block of pair `k` of [`BlockUpper::pairs`] (rows of body ba, columns of body
+    /// bb), +0 where nothing was added.
+    pub(crate) fn off_diagonal(&self, k: usize) -> SMatrix<f64, 6, 6> {
         let slot = self.n_bodies() + k;
         let (vals, mask) = (&self.vals[slot], self.mask[slot]);
-        let mut out = [[0.0; 6]; 6];
-        for a in 0..6 {
-            for c in 0..6 {
-                if mask & (1u64 << (6 * a + c)) != 0 {
-                    out[a][c] = vals[6 * a + c];
-                }
-            }
-        }
-        out
+        SMatrix::from_fn(
+            |a, c| if mask & (1u64 << (6 * a + c)) != 0 { vals[6 * a + c] } else { 0.0 },
+        )
     }
 
     fn to_csc(&self) -> CscMatrix<f64> {

@@ -516,18 +516,13 @@ impl BlockK {
         let mut h_lower = vec![Matrix6::<f64>::zeros(); k_positions.len()];
         if let Some(hb) = blocks {
             for (b, &p) in pos.iter().enumerate() {
-                let d = hb.diagonal(b);
-                h_diag[p] = Matrix6::from_fn(|a, c| d[a][c]);
+                h_diag[p] = hb.diagonal(b);
             }
             for (k, &(ba, bb)) in hb.pairs().iter().enumerate() {
                 let (i, j) = (pos[ba], pos[bb]);
                 let block = hb.off_diagonal(k);
                 // K's block (later body, earlier body): H's as is or transposed.
-                h_lower[coupling(i, j)] = if i > j {
-                    Matrix6::from_fn(|a, c| block[a][c])
-                } else {
-                    Matrix6::from_fn(|a, c| block[c][a])
-                };
+                h_lower[coupling(i, j)] = if i > j { block } else { block.transpose() };
             }
         } else {
             // A column's entries of one body come together: look their block up once.

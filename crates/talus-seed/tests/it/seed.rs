@@ -176,6 +176,8 @@ fn fitted_thickness_fills_each_column_to_its_ceiling() {
     let thin = Config { thickness_range: [0.5, 1.0], ..fit.clone() };
     let t = seed(&thin, &v, Some(&o), Path::new("box"), &NoProgress).unwrap();
     assert_eq!(t.summary.blocks, 18);
+    // Blocks thinner than c are counted by the least thickness: 720 / (0.5 × 48) = 30.
+    assert_eq!(thin.block_bound(v.volume()), 30.0);
     assert!((t.summary.fill_fraction - 1.0).abs() < 1e-12, "{}", t.summary.fill_fraction);
     assert!(t.blocks.iter().all(|b| (b.size[2] - 10.0 / 3.0).abs() < 1e-12));
     assert_disjoint(&t.blocks);
@@ -768,6 +770,7 @@ fn partial_containment_seeds_more_and_keeps_its_fraction_inside() {
         s.summary.fill_fraction
     );
     assert!(s.summary.blocks as f64 > 1.2 * strict.summary.blocks as f64);
+    assert!(s.summary.blocks as f64 <= half.block_bound(s.summary.volume_to_fill));
     assert_disjoint(&s.blocks);
     let g = v.grid;
     let cell_of = |x: f64, y: f64| {
