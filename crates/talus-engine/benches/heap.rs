@@ -269,6 +269,7 @@ fn main() {
                 "TALUS_BENCH_MAX_CONTACTS",
                 talus_engine::config::DEFAULT_NLGS_MAX_CONTACTS,
             ),
+            loose_sweeps: talus_engine::config::DEFAULT_NLGS_LOOSE_SWEEPS,
             admm_iterations: env_or(
                 "TALUS_BENCH_ADMM",
                 talus_engine::config::DEFAULT_ADMM_ITERATIONS,

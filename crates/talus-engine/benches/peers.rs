@@ -195,6 +195,10 @@ fn main() {
                     "TALUS_BENCH_MAX_CONTACTS",
                     talus_engine::config::DEFAULT_NLGS_MAX_CONTACTS.into(),
                 ) as u32,
+                loose_sweeps: env_f64(
+                    "TALUS_BENCH_LOOSE_SWEEPS",
+                    talus_engine::config::DEFAULT_NLGS_LOOSE_SWEEPS.into(),
+                ) as u32,
                 admm_iterations: env_f64(
                     "TALUS_BENCH_ADMM",
                     talus_engine::config::DEFAULT_ADMM_ITERATIONS.into(),

@@ -17,7 +17,7 @@
 //! the dissipation (Clausius–Duhem).
 
 use crate::body::Block;
-use crate::config::{ContactGaps, Kappa, MorePasses, SolverConfig};
+use crate::config::{ContactGaps, Kappa, LOOSE_TOLERANCE, MorePasses, SolverConfig};
 use crate::geometry::contact::{Contact, ContactKind, Other};
 use crate::rotation::{self, RotationModel};
 use crate::solver::admm;
@@ -473,13 +473,14 @@ pub fn step_with_friction(
                 max_sweeps,
                 frictional_max_contacts,
                 max_contacts,
+                loose_sweeps,
                 admm_iterations,
                 admm_sigma,
                 ..
             } = params.solver
             {
                 let cq = friction::assemble_cones(qp, bodies, jc, &fr);
-                let initial = keys_prev.impulses_at(&found);
+                let mut initial = keys_prev.impulses_at(&found);
                 // Work spent before the accepted method (sweeps and ADMM iterations).
                 let mut spent = 0;
                 let mut accepted = None;
@@ -494,6 +495,24 @@ pub fn step_with_friction(
                     spent += nl.sweeps;
                     if nl.solution.solved {
                         accepted = Some((SolverUsed::Nlgs, nl.solution));
+                    }
+                } else if !frictional && loose_sweeps > 0 && tolerance >= LOOSE_TOLERANCE {
+                    // Sweeps that give up early; ADMM starts from where they stop.
+                    let nl = nlgs::solve_with(
+                        &cq,
+                        bodies,
+                        jc,
+                        &initial,
+                        tolerance,
+                        loose_sweeps,
+                        nlgs::Finish::GiveUp,
+                    );
+                    sweeps = nl.sweeps;
+                    spent += nl.sweeps;
+                    if nl.solution.solved {
+                        accepted = Some((SolverUsed::Nlgs, nl.solution));
+                    } else {
+                        initial = nl.solution.impulses;
                     }
                 }
                 if accepted.is_none() && admm_iterations > 0 && !jc.is_empty() {

@@ -911,6 +911,7 @@ fn velocity_weakening_slide_follows_its_ode() {
         fallback_tolerance: 1e-10,
         frictional_max_contacts,
         max_contacts: u32::MAX,
+        loose_sweeps: talus_engine::config::DEFAULT_NLGS_LOOSE_SWEEPS,
         admm_iterations: 20_000,
         admm_sigma: talus_engine::config::DEFAULT_ADMM_SIGMA,
     };
@@ -972,6 +973,7 @@ fn voellmy_slide_tends_to_its_terminal_speed() {
         fallback_tolerance: 1e-10,
         frictional_max_contacts: 16,
         max_contacts: u32::MAX,
+        loose_sweeps: talus_engine::config::DEFAULT_NLGS_LOOSE_SWEEPS,
         admm_iterations: 20_000,
         admm_sigma: talus_engine::config::DEFAULT_ADMM_SIGMA,
     };

@@ -31,6 +31,7 @@ fn nlgs_solver(tolerance: f64) -> SolverConfig {
         fallback_tolerance: 1e-10,
         frictional_max_contacts: u32::MAX,
         max_contacts: u32::MAX,
+        loose_sweeps: talus_engine::config::DEFAULT_NLGS_LOOSE_SWEEPS,
         admm_iterations: 0,
         admm_sigma: talus_engine::config::DEFAULT_ADMM_SIGMA,
     }
@@ -348,6 +349,7 @@ fn islands_over_max_contacts_skip_nlgs() {
             fallback_tolerance: 1e-10,
             frictional_max_contacts: u32::MAX,
             max_contacts,
+            loose_sweeps: talus_engine::config::DEFAULT_NLGS_LOOSE_SWEEPS,
             admm_iterations: 20_000,
             admm_sigma: talus_engine::config::DEFAULT_ADMM_SIGMA,
         });
@@ -356,6 +358,78 @@ fn islands_over_max_contacts_skip_nlgs() {
         assert!(!rep.fallback && rep.status == QpStatus::Solved && rep.accuracy <= 1e-10);
         assert!((v - expected).abs() < 1e-8, "{solver}: u⁺ = {v}, expected {expected}");
     }
+}
+
+/// `loose_sweeps`: at a tolerance of `LOOSE_TOLERANCE` or looser, a frictionless island
+/// over `max_contacts` is first swept (and here certified by the sweeps); below it, or
+/// with `loose_sweeps = 0`, it goes straight to ADMM. Every answer gives the closed-form
+/// restitution of a block landing flat on a plane to within the tolerance.
+#[test]
+fn loose_tolerances_sweep_big_frictionless_islands_first() {
+    use talus_engine::config::{DEFAULT_NLGS_LOOSE_SWEEPS, LOOSE_TOLERANCE};
+    let loose = 2.5 * LOOSE_TOLERANCE;
+    for (tolerance, loose_sweeps, solver) in [
+        (loose, DEFAULT_NLGS_LOOSE_SWEEPS, "nlgs"),
+        (loose, 0, "admm"),
+        (LOOSE_TOLERANCE / 2.0, DEFAULT_NLGS_LOOSE_SWEEPS, "admm"),
+    ] {
+        let (rep, v, expected) = landing_on_a_plane(SolverConfig::Nlgs {
+            tolerance,
+            max_sweeps: 5000,
+            fallback_tolerance: 1e-10,
+            frictional_max_contacts: u32::MAX,
+            max_contacts: 3,
+            loose_sweeps,
+            admm_iterations: 20_000,
+            admm_sigma: talus_engine::config::DEFAULT_ADMM_SIGMA,
+        });
+        let case = format!("tolerance {tolerance}, loose_sweeps {loose_sweeps}");
+        eprintln!(
+            "{case}: {} after {} sweeps, u⁺ = {v:.6}, expected {expected:.6}",
+            rep.solver, rep.sweeps
+        );
+        assert_eq!(rep.solver, solver, "{case}");
+        assert_eq!(rep.sweeps == 0, solver == "admm", "{case}: {} sweeps", rep.sweeps);
+        assert!(!rep.fallback && rep.status == QpStatus::Solved && rep.accuracy <= tolerance);
+        // Within the tolerance relative to the landing speed, 2 m/s.
+        assert!((v - expected).abs() <= tolerance * 2.0, "{case}: u⁺ = {v}, expected {expected}");
+    }
+}
+
+/// `Finish::GiveUp`: the sweeps stop, without the polish, at the first check where the
+/// certificate exceeds `GIVE_UP` × tolerance / √sweeps; cold on random frictionless islands
+/// at 1e-11, most stop after one sweep (the polished method certifies them all:
+/// `nlgs_agrees_with_clarabel_on_random_islands`).
+#[test]
+fn giving_up_stops_the_sweeps_far_from_the_tolerance() {
+    let mut rng = ChaCha8Rng::seed_from_u64(16);
+    let tolerance = 1e-11;
+    let (mut after_one, mut frictionless) = (0, 0);
+    for case in 0..120 {
+        let (bodies, contacts, cq, _) = random_case(&mut rng, case);
+        if case % 2 == 1 {
+            continue;
+        }
+        frictionless += 1;
+        let cold = vec![ContactImpulse::default(); contacts.len()];
+        let o =
+            nlgs::solve_with(&cq, &bodies, &contacts, &cold, tolerance, 2000, nlgs::Finish::GiveUp);
+        assert_eq!(o.polishes, 0, "case {case}");
+        assert_eq!(
+            certify(&cq.qp, &cq.cones, &o.solution.x, &o.solution.z),
+            o.solution.certificate
+        );
+        if o.solution.solved {
+            assert!(o.solution.certificate.holds(tolerance));
+            continue;
+        }
+        let bound = nlgs::GIVE_UP * tolerance / f64::from(o.sweeps).sqrt();
+        assert!(o.sweeps < 2000, "case {case}: the give-up never fired");
+        assert!(o.solution.certificate.worst() > bound, "case {case}: stopped below the bound");
+        after_one += usize::from(o.sweeps == 1);
+    }
+    eprintln!("{after_one} of {frictionless} frictionless islands given up after one sweep");
+    assert!(2 * after_one > frictionless, "{after_one} of {frictionless} after one sweep");
 }
 
 /// A block wedged between two planes that each penetrate it 2 cm, falling into the wedge:
@@ -445,6 +519,7 @@ fn admm_solver(tolerance: f64) -> SolverConfig {
         fallback_tolerance: 1e-10,
         frictional_max_contacts: 0,
         max_contacts: u32::MAX,
+        loose_sweeps: talus_engine::config::DEFAULT_NLGS_LOOSE_SWEEPS,
         admm_iterations: 20_000,
         admm_sigma: talus_engine::config::DEFAULT_ADMM_SIGMA,
     }

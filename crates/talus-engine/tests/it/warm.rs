@@ -293,6 +293,7 @@ fn admm_on_two_threads_gives_the_one_thread_answer_bit_for_bit() {
                 fallback_tolerance: 1e-9,
                 frictional_max_contacts: 0,
                 max_contacts: talus_engine::config::DEFAULT_NLGS_MAX_CONTACTS,
+                loose_sweeps: talus_engine::config::DEFAULT_NLGS_LOOSE_SWEEPS,
                 admm_iterations: 2000,
                 admm_sigma: talus_engine::config::DEFAULT_ADMM_SIGMA,
             };
