@@ -52,22 +52,36 @@ pub struct JumpContact {
 }
 
 /// A convex QP `min ½ xᵀHx − pᵀx s.t. Cx ≥ r` (H symmetric positive definite).
-#[derive(Debug, Clone, PartialEq)]
+///
+/// H and C are held as compressed columns, or, for a QP assembled from bodies and contacts,
+/// as blocks of bodies (H's 6 × 6 blocks, C's rows on two bodies): the iterative solvers
+/// run on the blocks, and the compressed columns ([`Qp::h_upper`], [`Qp::c`]) are made
+/// from them the first time they are asked for (Clarabel, the exact active-set solver).
+#[derive(Debug, Clone)]
 pub struct Qp {
-    /// Upper triangle of H, n × n.
-    pub h_upper: CscMatrix<f64>,
+    /// Upper triangle of H, n × n (made from `h_blocks` on demand when those are given).
+    h_upper: OnceLock<CscMatrix<f64>>,
     /// Linear term p (the objective has −pᵀx).
     pub p: Vec<f64>,
-    /// Constraint matrix C, m × n.
-    pub c: CscMatrix<f64>,
+    /// Constraint matrix C, m × n (made from `rows` on demand when those are given).
+    c: OnceLock<CscMatrix<f64>>,
     /// Right-hand side r.
     pub r: Vec<f64>,
     /// C by rows of two bodies' 6 columns, built on the first product (see [`RowBlocks`]).
     rows: OnceLock<Option<RowBlocks>>,
     /// H by 6 × 6 blocks of bodies, as [`assemble`] summed it (`None` for a QP given as
     /// matrices): the block factor reads its blocks from here instead of from `h_upper`.
-    /// It is H: code that changes `h_upper` must drop it ([`Qp::with_h_blocks`]`(None)`).
     h_blocks: Option<Arc<BlockUpper>>,
+}
+
+/// Two QPs are equal when their data are (H, p, C, r), however they are held.
+impl PartialEq for Qp {
+    fn eq(&self, other: &Self) -> bool {
+        self.p == other.p
+            && self.r == other.r
+            && self.h_upper() == other.h_upper()
+            && self.c() == other.c()
+    }
 }
 
 /// Marks the second body slot of a row that touches one body only.
@@ -350,38 +364,62 @@ pub(crate) const PARALLEL_MIN_ROWS: usize = 2048;
 impl Qp {
     /// The QP with these data.
     pub fn new(h_upper: CscMatrix<f64>, p: Vec<f64>, c: CscMatrix<f64>, r: Vec<f64>) -> Self {
-        Qp { h_upper, p, c, r, rows: OnceLock::new(), h_blocks: None }
+        Qp {
+            h_upper: OnceLock::from(h_upper),
+            p,
+            c: OnceLock::from(c),
+            r,
+            rows: OnceLock::new(),
+            h_blocks: None,
+        }
     }
 
-    /// The QP with these data and C's row layout, made with C's rows.
-    pub(crate) fn with_row_blocks(
-        h_upper: CscMatrix<f64>,
-        p: Vec<f64>,
-        c: CscMatrix<f64>,
+    /// The QP with `base`'s H and p, and constraints `r` on C given by its rows (its
+    /// compressed columns then made on demand), by its compressed columns, or both.
+    /// When both are given they must be the same matrix.
+    pub(crate) fn with_h_of(
+        base: &Qp,
+        c: Option<CscMatrix<f64>>,
+        rows: Option<RowBlocks>,
         r: Vec<f64>,
-        rows: RowBlocks,
     ) -> Self {
-        debug_assert!(RowBlocks::new(&c).is_some_and(|made| made == rows));
-        Qp { h_upper, p, c, r, rows: OnceLock::from(Some(rows)), h_blocks: None }
+        assert!(c.is_some() || rows.is_some(), "C given by rows or as compressed columns");
+        debug_assert!(
+            c.as_ref()
+                .zip(rows.as_ref())
+                .is_none_or(|(c, rows)| { RowBlocks::new(c).is_some_and(|made| made == *rows) })
+        );
+        let c = c.map_or_else(OnceLock::new, OnceLock::from);
+        let rows = rows.map_or_else(OnceLock::new, |rows| OnceLock::from(Some(rows)));
+        let h_upper = match &base.h_blocks {
+            Some(_) => OnceLock::new(),
+            None => OnceLock::from(base.h_upper().clone()),
+        };
+        Qp { h_upper, p: base.p.clone(), c, r, rows, h_blocks: base.h_blocks.clone() }
+    }
+
+    /// H's upper triangle in compressed columns.
+    pub fn h_upper(&self) -> &CscMatrix<f64> {
+        self.h_upper.get_or_init(|| {
+            self.h_blocks.as_ref().expect("H given as blocks or as compressed columns").to_csc()
+        })
+    }
+
+    /// C in compressed columns.
+    pub fn c(&self) -> &CscMatrix<f64> {
+        self.c.get_or_init(|| {
+            let rows = self.rows.get().and_then(Option::as_ref);
+            rows.expect("C given by rows or as compressed columns").to_csc(self.n())
+        })
     }
 
     pub(crate) fn row_blocks(&self) -> Option<&RowBlocks> {
-        self.rows.get_or_init(|| RowBlocks::new(&self.c)).as_ref()
+        self.rows.get_or_init(|| RowBlocks::new(self.c())).as_ref()
     }
 
     /// H by blocks of bodies, when the QP was assembled from bodies and contacts.
     pub(crate) fn h_blocks(&self) -> Option<&BlockUpper> {
         self.h_blocks.as_deref()
-    }
-
-    /// The same QP with `blocks` as H's blocks (H's own, as [`Qp::h_blocks`] gave them).
-    pub(crate) fn with_h_blocks(self, blocks: Option<Arc<BlockUpper>>) -> Self {
-        Qp { h_blocks: blocks, ..self }
-    }
-
-    /// H's blocks as shared, for a QP with the same H.
-    pub(crate) fn shared_h_blocks(&self) -> Option<Arc<BlockUpper>> {
-        self.h_blocks.clone()
     }
 
     /// Number of unknowns.
@@ -394,7 +432,7 @@ impl Qp {
     }
     /// H as a dense symmetric matrix (both triangles, from the upper one).
     pub fn h_dense(&self) -> nalgebra::DMatrix<f64> {
-        let h = &self.h_upper;
+        let h = self.h_upper();
         let mut d = nalgebra::DMatrix::zeros(h.n, h.n);
         for col in 0..h.n {
             for k in h.colptr[col]..h.colptr[col + 1] {
@@ -407,7 +445,11 @@ impl Qp {
     }
     /// The diagonal of H.
     pub fn h_diagonal(&self) -> Vec<f64> {
-        let h = &self.h_upper;
+        if let Some(blocks) = &self.h_blocks {
+            // The stored diagonal entries; +0 where `to_csc` stores none.
+            return (0..self.n()).map(|i| blocks.vals[i / 6][7 * (i % 6)]).collect();
+        }
+        let h = self.h_upper();
         let mut d = vec![0.0; h.n];
         for (col, dc) in d.iter_mut().enumerate() {
             for k in h.colptr[col]..h.colptr[col + 1] {
@@ -418,9 +460,12 @@ impl Qp {
         }
         d
     }
-    /// H x (from the upper triangle).
+    /// H x (from the upper triangle; by H's blocks when it has them, with the same bits).
     pub fn h_mul(&self, x: &[f64]) -> Vec<f64> {
-        let h = &self.h_upper;
+        if let Some(blocks) = &self.h_blocks {
+            return blocks.mul(x);
+        }
+        let h = self.h_upper();
         let mut y = vec![0.0; h.n];
         for col in 0..h.n {
             for k in h.colptr[col]..h.colptr[col + 1] {
@@ -436,33 +481,33 @@ impl Qp {
     }
     /// C x.
     pub fn c_mul(&self, x: &[f64]) -> Vec<f64> {
-        let mut y = vec![0.0; self.c.m];
+        let mut y = vec![0.0; self.m()];
         self.c_mul_into(x, &mut y);
         y
     }
     /// y = C x into a buffer of m entries (overwritten).
     pub fn c_mul_into(&self, x: &[f64], y: &mut [f64]) {
         match self.row_blocks() {
-            Some(rows) => rows.mul(&x[..self.c.n], y),
+            Some(rows) => rows.mul(&x[..self.n()], y),
             None => {
                 y.fill(0.0);
-                csc_mul(&self.c, x, y)
+                csc_mul(self.c(), x, y)
             }
         }
     }
     /// Cᵀ λ.
     pub fn ct_mul(&self, lambda: &[f64]) -> Vec<f64> {
-        let mut y = vec![0.0; self.c.n];
+        let mut y = vec![0.0; self.n()];
         self.ct_mul_into(lambda, &mut y);
         y
     }
     /// y = Cᵀ λ into a buffer of n entries (overwritten).
     pub fn ct_mul_into(&self, lambda: &[f64], y: &mut [f64]) {
         match self.row_blocks() {
-            Some(rows) => rows.mul_transpose(&lambda[..self.c.m], y),
+            Some(rows) => rows.mul_transpose(&lambda[..self.m()], y),
             None => {
                 y.fill(0.0);
-                csc_mul_transpose(&self.c, lambda, y)
+                csc_mul_transpose(self.c(), lambda, y)
             }
         }
     }
@@ -610,6 +655,10 @@ pub(crate) struct BlockUpper {
     vals: Vec<[f64; 36]>,
     /// Which entries received a nonzero value (bit 6 a + b).
     mask: Vec<u64>,
+    /// The off-diagonal blocks by block row: `offdiag`'s indices of the blocks (ba, bb)
+    /// with ba = b are `right[right_first[b]..right_first[b + 1]]`, ascending bb.
+    right: Vec<usize>,
+    right_first: Vec<usize>,
 }
 
 impl BlockUpper {
@@ -627,8 +676,67 @@ impl BlockUpper {
         for k in 0..n_bodies {
             first[k + 1] += first[k];
         }
+        // By block row: `offdiag` is sorted by (bb, ba), so a stable bucketing by ba keeps
+        // each row's blocks in ascending bb.
+        let mut right_first = vec![0usize; n_bodies + 1];
+        for &(a, _) in &offdiag {
+            right_first[a + 1] += 1;
+        }
+        for k in 0..n_bodies {
+            right_first[k + 1] += right_first[k];
+        }
+        let mut fill = right_first.clone();
+        let mut right = vec![0usize; offdiag.len()];
+        for (k, &(a, _)) in offdiag.iter().enumerate() {
+            right[fill[a]] = k;
+            fill[a] += 1;
+        }
         let blocks = n_bodies + offdiag.len();
-        BlockUpper { offdiag, first, vals: vec![[0.0; 36]; blocks], mask: vec![0; blocks] }
+        BlockUpper {
+            offdiag,
+            first,
+            vals: vec![[0.0; 36]; blocks],
+            mask: vec![0; blocks],
+            right,
+            right_first,
+        }
+    }
+
+    /// H x, bit for bit as [`Qp::h_mul`] computes it from the compressed upper triangle:
+    /// there, entry i of the product is the sum, from +0 and in ascending column order, of
+    /// H's stored entries of row i times x (the entries below the diagonal read as the
+    /// transposed ones above it). Here each row's blocks are taken in ascending body order
+    /// (those left of the diagonal transposed, the diagonal block mirrored from its upper
+    /// triangle), so the same terms are added in the same order. The entries `to_csc`
+    /// leaves out hold +0: a term +0 × x (x finite) is ±0, and adding ±0 to a sum that
+    /// started at +0 and is never −0 leaves it unchanged.
+    fn mul(&self, x: &[f64]) -> Vec<f64> {
+        let nb = self.n_bodies();
+        let mut y = vec![0.0; 6 * nb];
+        for b in 0..nb {
+            for a in 0..6 {
+                let mut s = 0.0;
+                for k in self.first[b]..self.first[b + 1] {
+                    let (v, o) = (&self.vals[nb + k], 6 * self.offdiag[k].0);
+                    for col in 0..6 {
+                        s += v[6 * col + a] * x[o + col];
+                    }
+                }
+                let (v, o) = (&self.vals[b], 6 * b);
+                for col in 0..6 {
+                    let e = if col < a { v[6 * col + a] } else { v[6 * a + col] };
+                    s += e * x[o + col];
+                }
+                for &k in &self.right[self.right_first[b]..self.right_first[b + 1]] {
+                    let (v, o) = (&self.vals[nb + k], 6 * self.offdiag[k].1);
+                    for col in 0..6 {
+                        s += v[6 * a + col] * x[o + col];
+                    }
+                }
+                y[6 * b + a] = s;
+            }
+        }
+        y
     }
 
     fn slot(&self, ba: usize, bb: usize) -> usize {
@@ -805,7 +913,6 @@ pub fn assemble(bodies: &[JumpBody], contacts: &[JumpContact], gravity_dt: f64) 
             }
         }
     }
-    let h_upper = h.to_csc();
     // C in compressed columns: column 6 b + a holds the contacts of body b, ascending.
     let mut count = vec![0usize; bodies.len() + 1];
     for (b, _) in &c_sides {
@@ -839,7 +946,14 @@ pub fn assemble(bodies: &[JumpBody], contacts: &[JumpContact], gravity_dt: f64) 
         }
     }
     let c = CscMatrix { m: contacts.len(), n, colptr, rowval, nzval };
-    Qp::new(h_upper, p, c, r).with_h_blocks(Some(Arc::new(h)))
+    Qp {
+        h_upper: OnceLock::new(),
+        p,
+        c: OnceLock::from(c),
+        r,
+        rows: OnceLock::new(),
+        h_blocks: Some(Arc::new(h)),
+    }
 }
 
 #[cfg(test)]
@@ -1017,19 +1131,35 @@ mod tests {
                 .collect();
             let qp = assemble(&bodies, &contacts, 0.01);
             let (h, c) = assemble_triplets(&bodies, &contacts);
-            assert!(same_bits(&qp.h_upper, &h), "case {case}: H differs");
-            assert!(same_bits(&qp.c, &c), "case {case}: C differs");
+            assert!(same_bits(qp.h_upper(), &h), "case {case}: H differs");
+            assert!(same_bits(qp.c(), &c), "case {case}: C differs");
             // The row layout's products are the compressed columns' products, bit for bit.
-            let rows = RowBlocks::new(&qp.c).expect("contact rows touch at most two bodies");
+            let rows = RowBlocks::new(qp.c()).expect("contact rows touch at most two bodies");
             let x: Vec<f64> = (0..qp.n()).map(|_| rnd() - 0.5).collect();
             let l: Vec<f64> = (0..qp.m()).map(|_| rnd() - 0.5).collect();
             let (mut y_rows, mut y_csc) = (vec![0.0; qp.m()], vec![0.0; qp.m()]);
             rows.mul(&x, &mut y_rows);
-            csc_mul(&qp.c, &x, &mut y_csc);
+            csc_mul(qp.c(), &x, &mut y_csc);
             assert!(bits_eq(&y_rows, &y_csc), "case {case}: C x differs");
+            // H x and H's diagonal by H's blocks are the compressed columns', bit for bit,
+            // also where x holds +0 and −0.
+            let columns = Qp::new(h.clone(), qp.p.clone(), c.clone(), qp.r.clone());
+            let signed: Vec<f64> = x
+                .iter()
+                .enumerate()
+                .map(|(i, &v)| match i % 5 {
+                    1 => 0.0,
+                    3 => -0.0,
+                    _ => v,
+                })
+                .collect();
+            for v in [&x, &signed] {
+                assert!(bits_eq(&qp.h_mul(v), &columns.h_mul(v)), "case {case}: H x differs");
+            }
+            assert!(bits_eq(&qp.h_diagonal(), &columns.h_diagonal()), "case {case}: diagonal");
             let (mut t_rows, mut t_csc) = (vec![1.0; qp.n()], vec![0.0; qp.n()]);
             rows.mul_transpose(&l, &mut t_rows);
-            csc_mul_transpose(&qp.c, &l, &mut t_csc);
+            csc_mul_transpose(qp.c(), &l, &mut t_csc);
             assert!(bits_eq(&t_rows, &t_csc), "case {case}: Cᵀ λ differs");
             // Halved by bodies, each half from its own rows only: the same entries.
             let split = nb / 2;
@@ -1057,7 +1187,7 @@ mod tests {
             let mut l_gappy = l.clone();
             (0..qp.m()).filter(|k| k % 4 == 2).for_each(|k| l_gappy[k] = 0.0);
             let mut t_gappy = vec![0.0; qp.n()];
-            csc_mul_transpose(&qp.c, &l_gappy, &mut t_gappy);
+            csc_mul_transpose(qp.c(), &l_gappy, &mut t_gappy);
             assert!(
                 part.iter().zip(&t_gappy).all(|(a, b)| (a - b).abs() <= 1e-12 * (1.0 + b.abs())),
                 "case {case}: Cᵀ λ over a list of rows with gaps differs"

@@ -123,7 +123,7 @@ pub struct QpOutcome {
 
 pub(crate) fn clarabel_data(qp: &Qp) -> (Vec<f64>, CscMatrix<f64>, Vec<f64>) {
     let q: Vec<f64> = qp.p.iter().map(|v| -v).collect();
-    let mut a = qp.c.clone();
+    let mut a = qp.c().clone();
     a.nzval.iter_mut().for_each(|v| *v = -*v);
     let b: Vec<f64> = qp.r.iter().map(|v| -v).collect();
     (q, a, b)
@@ -146,7 +146,7 @@ pub(crate) fn settings(tolerance: f64, max_iterations: u32) -> DefaultSettings<f
 fn new_solver(qp: &Qp, tolerance: f64, max_iterations: u32) -> Result<DefaultSolver<f64>, String> {
     let (q, a, b) = clarabel_data(qp);
     let cones = [NonnegativeConeT(qp.m())];
-    DefaultSolver::new(&qp.h_upper, &q, &a, &b, &cones, settings(tolerance, max_iterations))
+    DefaultSolver::new(qp.h_upper(), &q, &a, &b, &cones, settings(tolerance, max_iterations))
         .map_err(|e| e.to_string())
 }
 

@@ -51,7 +51,7 @@ const INFEASIBLE: f64 = 1e-9;
 
 /// Cᵀ as a dense n × m matrix (column k is c_k).
 fn dense_ct(qp: &Qp) -> DMatrix<f64> {
-    let c = &qp.c;
+    let c = qp.c();
     let mut d = DMatrix::zeros(c.n, c.m);
     for col in 0..c.n {
         for k in c.colptr[col]..c.colptr[col + 1] {

@@ -518,18 +518,11 @@ fn cones_of(
     let qp = match layout {
         Some((b, v)) if n.is_multiple_of(6) => {
             let layout = RowBlocks::from_rows(b, v);
-            let c =
-                if by_rows { layout.to_csc(n) } else { csc_from_rows(m, n, &rows, &cols, &vals) };
-            Qp::with_row_blocks(base.h_upper.clone(), base.p.clone(), c, r, layout)
+            let c = (!by_rows).then(|| csc_from_rows(m, n, &rows, &cols, &vals));
+            Qp::with_h_of(base, c, Some(layout), r)
         }
-        _ => Qp::new(
-            base.h_upper.clone(),
-            base.p.clone(),
-            csc_from_rows(m, n, &rows, &cols, &vals),
-            r,
-        ),
-    }
-    .with_h_blocks(base.shared_h_blocks());
+        _ => Qp::with_h_of(base, Some(csc_from_rows(m, n, &rows, &cols, &vals)), None, r),
+    };
     ConeQp { qp, cones, normal_rows, mu: friction.iter().map(|f| f.mu).collect(), tangents }
 }
 
@@ -550,7 +543,7 @@ fn new_solver(
 ) -> Result<DefaultSolver<f64>, String> {
     let (q, a, b) = crate::solver::clarabel::clarabel_data(&cq.qp);
     DefaultSolver::new(
-        &cq.qp.h_upper,
+        cq.qp.h_upper(),
         &q,
         &a,
         &b,
@@ -721,12 +714,12 @@ mod tests {
             let cq = assemble_cones(&base, &bodies, &contacts, &fr);
             // C's columns made from the layout are those made from its entries.
             let reference = cones_of(&base, &bodies, &contacts, &fr, false);
-            let (c, e) = (&cq.qp.c, &reference.qp.c);
+            let (c, e) = (cq.qp.c(), reference.qp.c());
             assert_eq!((c.m, c.n, &c.colptr, &c.rowval), (e.m, e.n, &e.colptr, &e.rowval));
             let bits = crate::solver::testing::bits;
             assert_eq!(bits(c.nzval.iter()), bits(e.nzval.iter()), "case {case}: C's values");
             let made = cq.qp.row_blocks().expect("rows of at most two bodies");
-            let read = RowBlocks::new(&reference.qp.c).expect("rows of at most two bodies");
+            let read = RowBlocks::new(reference.qp.c()).expect("rows of at most two bodies");
             for k in 0..cq.qp.m() {
                 let ((bm, vm), (br, vr)) = (made.row(k), read.row(k));
                 assert_eq!(bm, br, "case {case}, row {k}: bodies");

@@ -305,7 +305,7 @@ fn polish_once(
     iterations: &mut u32,
 ) -> Option<(Vec<f64>, Vec<Vector3<f64>>)> {
     let n = cq.qp.n();
-    let c = &cq.qp.c;
+    let c = cq.qp.c();
     // Rows of C by row index: (column, value).
     let mut crow: Vec<Vec<(usize, f64)>> = vec![Vec::new(); cq.qp.m()];
     for col in 0..c.n {
@@ -345,7 +345,7 @@ fn polish_once(
     }
     let m = r.len();
     // Curvature of the sliding contacts' boundaries.
-    let h = &cq.qp.h_upper;
+    let h = cq.qp.h_upper();
     let (mut hi, mut hj, mut hv) = (vec![], vec![], vec![]);
     for col in 0..h.n {
         for k in h.colptr[col]..h.colptr[col + 1] {

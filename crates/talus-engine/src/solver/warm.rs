@@ -282,9 +282,10 @@ pub const DENSE_FACTOR_MAX: usize = 120;
 /// Rows of C: per constraint, its (column, value) entries.
 fn constraint_rows(qp: &Qp) -> Vec<Vec<(usize, f64)>> {
     let mut rows: Vec<Vec<(usize, f64)>> = vec![Vec::new(); qp.m()];
-    for col in 0..qp.c.n {
-        for k in qp.c.colptr[col]..qp.c.colptr[col + 1] {
-            rows[qp.c.rowval[k]].push((col, qp.c.nzval[k]));
+    let c = qp.c();
+    for col in 0..c.n {
+        for k in c.colptr[col]..c.colptr[col + 1] {
+            rows[c.rowval[k]].push((col, c.nzval[k]));
         }
     }
     rows
@@ -430,7 +431,7 @@ impl BlockK {
     fn new(qp: &Qp, rows: &RowBlocks, block_work_max: f64, two_threads: bool) -> Option<Self> {
         let n = qp.n();
         let nb = n / 6;
-        let h = &qp.h_upper;
+        let h = qp.h_upper();
         // The bodies' coupled pairs, both ways (`from[k]` → `to[k]`): H's upper triangle by
         // block columns (each pair once, `seen[i] == j`) and the rows of two bodies.
         let (mut from, mut to) = (Vec::new(), Vec::new());
@@ -674,7 +675,7 @@ impl<'a> Factor<'a> {
     /// threads with `two_threads` (a solve that has a [`Pair`]).
     pub(crate) fn new(qp: &'a Qp, dense_factor_max: usize, two_threads: bool) -> Option<Self> {
         let n = qp.n();
-        let h = &qp.h_upper;
+        let h = qp.h_upper();
         let backend = match qp.row_blocks() {
             Some(rows) if n > dense_factor_max => {
                 Backend::Block(Box::new(BlockK::new(qp, rows, BLOCK_WORK_MAX, two_threads)?))
@@ -699,9 +700,10 @@ impl<'a> Factor<'a> {
             }
         }
         let mut inv_mass = vec![0.0f64; qp.m()];
+        let c = qp.c();
         for (col, &d) in hdiag.iter().enumerate() {
-            for k in qp.c.colptr[col]..qp.c.colptr[col + 1] {
-                inv_mass[qp.c.rowval[k]] += qp.c.nzval[k] * qp.c.nzval[k] / d.max(1e-300);
+            for k in c.colptr[col]..c.colptr[col + 1] {
+                inv_mass[c.rowval[k]] += c.nzval[k] * c.nzval[k] / d.max(1e-300);
             }
         }
         for s in inv_mass.iter_mut().filter(|s| **s <= 0.0) {
@@ -793,7 +795,7 @@ impl<'a> Factor<'a> {
 
 /// Scales of the KKT residuals: (stationarity, constraints).
 pub(crate) fn scales(qp: &Qp) -> (f64, f64) {
-    let h = &qp.h_upper;
+    let h = qp.h_upper();
     let hmax = max_abs(&h.nzval).max(1e-300);
     (max_abs(&qp.p).max(hmax * 1e-3), max_abs(&qp.r).max(1e-3))
 }
@@ -1191,13 +1193,14 @@ mod tests {
         let active: Vec<bool> = (0..qp.m()).map(|k| k % 7 != 3).collect();
         let n = qp.n();
         let mut k = qp.h_dense();
+        let c = qp.c();
         for col in 0..n {
-            for a in qp.c.colptr[col]..qp.c.colptr[col + 1] {
+            for a in c.colptr[col]..c.colptr[col + 1] {
                 for col2 in 0..n {
-                    for b in qp.c.colptr[col2]..qp.c.colptr[col2 + 1] {
-                        let (ra, rb) = (qp.c.rowval[a], qp.c.rowval[b]);
+                    for b in c.colptr[col2]..c.colptr[col2 + 1] {
+                        let (ra, rb) = (c.rowval[a], c.rowval[b]);
                         if ra == rb && active[ra] {
-                            k[(col, col2)] += rho[ra] * qp.c.nzval[a] * qp.c.nzval[b];
+                            k[(col, col2)] += rho[ra] * c.nzval[a] * c.nzval[b];
                         }
                     }
                 }
@@ -1231,7 +1234,7 @@ mod tests {
             let (bodies, contacts, _) = random_island(60, no_kappa);
             let qp = assemble(&bodies, &contacts, 0.1);
             assert!(qp.h_blocks().is_some());
-            let columns = Qp::new(qp.h_upper.clone(), qp.p.clone(), qp.c.clone(), qp.r.clone());
+            let columns = Qp::new(qp.h_upper().clone(), qp.p.clone(), qp.c().clone(), qp.r.clone());
             assert!(columns.h_blocks().is_none());
             let rows = qp.row_blocks().expect("rows of two bodies");
             let a = BlockK::new(&qp, rows, f64::INFINITY, false).expect("ordering");
