@@ -714,27 +714,32 @@ impl BlockUpper {
         let nb = self.n_bodies();
         let mut y = vec![0.0; 6 * nb];
         for b in 0..nb {
-            for a in 0..6 {
-                let mut s = 0.0;
-                for k in self.first[b]..self.first[b + 1] {
-                    let (v, o) = (&self.vals[nb + k], 6 * self.offdiag[k].0);
-                    for col in 0..6 {
-                        s += v[6 * col + a] * x[o + col];
-                    }
-                }
-                let (v, o) = (&self.vals[b], 6 * b);
+            // The six rows of body b together, each still summed in ascending column order.
+            let mut s = [0.0f64; 6];
+            for k in self.first[b]..self.first[b + 1] {
+                let (v, o) = (&self.vals[nb + k], 6 * self.offdiag[k].0);
                 for col in 0..6 {
-                    let e = if col < a { v[6 * col + a] } else { v[6 * a + col] };
-                    s += e * x[o + col];
-                }
-                for &k in &self.right[self.right_first[b]..self.right_first[b + 1]] {
-                    let (v, o) = (&self.vals[nb + k], 6 * self.offdiag[k].1);
-                    for col in 0..6 {
-                        s += v[6 * a + col] * x[o + col];
+                    for a in 0..6 {
+                        s[a] += v[6 * col + a] * x[o + col];
                     }
                 }
-                y[6 * b + a] = s;
             }
+            let (v, o) = (&self.vals[b], 6 * b);
+            for col in 0..6 {
+                for a in 0..6 {
+                    let e = if col < a { v[6 * col + a] } else { v[6 * a + col] };
+                    s[a] += e * x[o + col];
+                }
+            }
+            for &k in &self.right[self.right_first[b]..self.right_first[b + 1]] {
+                let (v, o) = (&self.vals[nb + k], 6 * self.offdiag[k].1);
+                for col in 0..6 {
+                    for a in 0..6 {
+                        s[a] += v[6 * a + col] * x[o + col];
+                    }
+                }
+            }
+            y[6 * b..6 * b + 6].copy_from_slice(&s);
         }
         y
     }
