@@ -444,9 +444,9 @@ pub enum Finish {
 
 /// The bound of [`Finish::GiveUp`]: on the frictionless thesis heap N = 3000 at a tolerance
 /// of 1e-1, the certificate after s = 1, 2, 4, 8 sweeps of the 368 big islands that the
-/// sweeps certified was at most 9.9, 8.7, 6.0 and 3.8 times the tolerance, and every island
-/// was above 17 times it after one sweep at 1e-2 or tighter unless certified in time
-/// (session 50, docs/benchmarks.md).
+/// sweeps certified was at most 9.9, 8.7, 6.0 and 3.8 times the tolerance; the islands that
+/// 64 sweeps did not certify were 17-90 times it after one sweep at 1e-2 and 60-1300 times
+/// at 1e-3 (session 50, docs/benchmarks.md).
 pub const GIVE_UP: f64 = 16.0;
 
 /// [`solve`], ending as `finish` says.
