@@ -489,29 +489,23 @@ pub fn step_with_friction(
                 } else {
                     max_contacts
                 };
-                if jc.len() <= limit as usize {
-                    let nl = nlgs::solve(&cq, bodies, jc, &initial, tolerance, max_sweeps);
-                    sweeps = nl.sweeps;
-                    spent += nl.sweeps;
-                    if nl.solution.solved {
-                        accepted = Some((SolverUsed::Nlgs, nl.solution));
-                    }
+                // The sweeps: the full method on the islands within the limit; at a loose
+                // tolerance, sweeps that give up early on big frictionless ones, ADMM then
+                // starting from where they stop.
+                let sweeping = if jc.len() <= limit as usize {
+                    Some((max_sweeps, nlgs::Finish::Polish))
                 } else if !frictional && loose_sweeps > 0 && tolerance >= LOOSE_TOLERANCE {
-                    // Sweeps that give up early; ADMM starts from where they stop.
-                    let nl = nlgs::solve_with(
-                        &cq,
-                        bodies,
-                        jc,
-                        &initial,
-                        tolerance,
-                        loose_sweeps,
-                        nlgs::Finish::GiveUp,
-                    );
+                    Some((loose_sweeps, nlgs::Finish::GiveUp))
+                } else {
+                    None
+                };
+                if let Some((budget, finish)) = sweeping {
+                    let nl = nlgs::solve(&cq, bodies, jc, &initial, tolerance, budget, finish);
                     sweeps = nl.sweeps;
                     spent += nl.sweeps;
                     if nl.solution.solved {
                         accepted = Some((SolverUsed::Nlgs, nl.solution));
-                    } else {
+                    } else if finish == nlgs::Finish::GiveUp {
                         initial = nl.solution.impulses;
                     }
                 }

@@ -416,25 +416,12 @@ fn polish_once(
     Some((x, z))
 }
 
-/// Solve the conic program `cq` of an island (assembled by [`crate::solver::friction::assemble_cones`]
-/// from `bodies`, `contacts`) by non-linear Gauss–Seidel, started from `initial` (one per
-/// contact), until the certificate holds to `tolerance` or `max_sweeps` sweeps are done.
-pub fn solve(
-    cq: &ConeQp,
-    bodies: &[JumpBody],
-    contacts: &[JumpContact],
-    initial: &[ContactImpulse],
-    tolerance: f64,
-    max_sweeps: u32,
-) -> NlgsOutcome {
-    solve_with(cq, bodies, contacts, initial, tolerance, max_sweeps, Finish::Polish)
-}
-
-/// How [`solve_with`]'s sweeps end when they do not certify the island.
+/// How [`solve`]'s sweeps end when they do not certify the island.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Finish {
     /// Polish with the Newton step of the states the sweeps settled (after
-    /// 18 sweeps, every 40 after, and at `max_sweeps`): the method of [`solve`].
+    /// 18 sweeps, every 40 after, and at `max_sweeps`), then sweep on from the best
+    /// polished point.
     Polish,
     /// No polish: stop as soon as the certificate after s sweeps exceeds
     /// [`GIVE_UP`] × tolerance / √s (checked after 1, 2, 4, 8 sweeps, then every 10), so
@@ -449,8 +436,11 @@ pub enum Finish {
 /// at 1e-3 (session 50, docs/benchmarks.md).
 pub const GIVE_UP: f64 = 16.0;
 
-/// [`solve`], ending as `finish` says.
-pub fn solve_with(
+/// Solve the conic program `cq` of an island (assembled by [`crate::solver::friction::assemble_cones`]
+/// from `bodies`, `contacts`) by non-linear Gauss–Seidel, started from `initial` (one per
+/// contact), until the certificate holds to `tolerance`, `max_sweeps` sweeps are done, or
+/// `finish` gives up.
+pub fn solve(
     cq: &ConeQp,
     bodies: &[JumpBody],
     contacts: &[JumpContact],

@@ -162,7 +162,8 @@ fn nlgs_agrees_with_clarabel_on_random_islands() {
         let with_friction = case % 2 == 1;
         let (bodies, contacts, cq, reference) = random_case(&mut rng, case);
         let cold = vec![ContactImpulse::default(); contacts.len()];
-        let o = nlgs::solve(&cq, &bodies, &contacts, &cold, 1e-11, 2000).solution;
+        let o =
+            nlgs::solve(&cq, &bodies, &contacts, &cold, 1e-11, 2000, nlgs::Finish::Polish).solution;
         assert_eq!(certify(&cq.qp, &cq.cones, &o.x, &o.z), o.certificate);
         if with_friction {
             frictional += 1;
@@ -241,9 +242,11 @@ fn warm_start_at_the_answer_needs_one_sweep() {
         mu.iter().map(|&mu| ContactFriction { mu, credit: 0.0 }).collect();
     let cq = friction::assemble_cones(&base, &bodies, &contacts, &fr);
     let cold = vec![ContactImpulse::default(); contacts.len()];
-    let first = nlgs::solve(&cq, &bodies, &contacts, &cold, 1e-11, 50_000).solution;
+    let first =
+        nlgs::solve(&cq, &bodies, &contacts, &cold, 1e-11, 50_000, nlgs::Finish::Polish).solution;
     assert!(first.solved);
-    let again = nlgs::solve(&cq, &bodies, &contacts, &first.impulses, 1e-9, 50_000);
+    let again =
+        nlgs::solve(&cq, &bodies, &contacts, &first.impulses, 1e-9, 50_000, nlgs::Finish::Polish);
     assert!(again.solution.solved && again.sweeps == 1, "{} sweeps", again.sweeps);
 }
 
@@ -412,8 +415,7 @@ fn giving_up_stops_the_sweeps_far_from_the_tolerance() {
         }
         frictionless += 1;
         let cold = vec![ContactImpulse::default(); contacts.len()];
-        let o =
-            nlgs::solve_with(&cq, &bodies, &contacts, &cold, tolerance, 2000, nlgs::Finish::GiveUp);
+        let o = nlgs::solve(&cq, &bodies, &contacts, &cold, tolerance, 2000, nlgs::Finish::GiveUp);
         assert_eq!(o.polishes, 0, "case {case}");
         assert_eq!(
             certify(&cq.qp, &cq.cones, &o.solution.x, &o.solution.z),
