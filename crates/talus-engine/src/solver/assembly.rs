@@ -919,6 +919,36 @@ pub fn assemble(bodies: &[JumpBody], contacts: &[JumpContact], gravity_dt: f64) 
             }
         }
     }
+    // C by rows on two bodies, its compressed columns made on demand, unless a contact has
+    // the same body on both sides (its two sides' entries would share columns).
+    if bodies.len() < NO_BODY as usize && contacts.iter().all(|c| c.j != Some(c.i)) {
+        let mut row_bodies = Vec::with_capacity(contacts.len());
+        let mut row_vals = Vec::with_capacity(contacts.len());
+        let mut sides = c_sides.iter();
+        for ct in contacts {
+            let (mut pair, mut vals) = ([NO_BODY; 2], [0.0; 12]);
+            for (b, row) in sides.by_ref().take(1 + usize::from(ct.j.is_some())) {
+                // The smaller body first.
+                let slot = match ct.j {
+                    Some(j) if j < ct.i => usize::from(*b == ct.i),
+                    Some(_) => usize::from(*b != ct.i),
+                    None => 0,
+                };
+                pair[slot] = *b as u32;
+                vals[6 * slot..6 * slot + 6].copy_from_slice(row.as_slice());
+            }
+            row_bodies.push(pair);
+            row_vals.push(vals);
+        }
+        return Qp {
+            h_upper: OnceLock::new(),
+            p,
+            c: OnceLock::new(),
+            r,
+            rows: OnceLock::from(Some(RowBlocks::from_rows(row_bodies, row_vals))),
+            h_blocks: Some(Arc::new(h)),
+        };
+    }
     // C in compressed columns: column 6 b + a holds the contacts of body b, ascending.
     let mut count = vec![0usize; bodies.len() + 1];
     for (b, _) in &c_sides {
@@ -1141,6 +1171,7 @@ mod tests {
             assert!(same_bits(qp.c(), &c), "case {case}: C differs");
             // The row layout's products are the compressed columns' products, bit for bit.
             let rows = RowBlocks::new(qp.c()).expect("contact rows touch at most two bodies");
+            assert_eq!(qp.row_blocks(), Some(&rows), "case {case}: the assembly's row layout");
             let x: Vec<f64> = (0..qp.n()).map(|_| rnd() - 0.5).collect();
             let l: Vec<f64> = (0..qp.m()).map(|_| rnd() - 0.5).collect();
             let (mut y_rows, mut y_csc) = (vec![0.0; qp.m()], vec![0.0; qp.m()]);
