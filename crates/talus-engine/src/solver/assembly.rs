@@ -848,9 +848,10 @@ impl BlockUpper {
 }
 
 /// Assemble the QP of one island. `gravity_dt` is g Δt (m/s): the gravity percussion
-/// (0, 0, −m g Δt) is added to p ONCE per body. H is kept in its 6 × 6 blocks of bodies
-/// (its compressed columns made on demand, [`Qp::h_upper`]); C is built directly in
-/// compressed columns from its block structure (no triplet sort).
+/// (0, 0, −m g Δt) is added to p ONCE per body. H is kept in its 6 × 6 blocks of bodies and
+/// C in rows on two bodies, their compressed columns made on demand ([`Qp::h_upper`],
+/// [`Qp::c`]); with a contact that has the same body on both sides, C is built in
+/// compressed columns directly from its block structure (no triplet sort).
 pub fn assemble(bodies: &[JumpBody], contacts: &[JumpContact], gravity_dt: f64) -> Qp {
     let n = 6 * bodies.len();
     let mut h = BlockUpper::new(bodies.len(), contacts);
