@@ -460,6 +460,45 @@ impl Qp {
         }
         d
     }
+    /// The largest |entry| of H's upper triangle as stored (0 when none is).
+    pub fn h_max_abs(&self) -> f64 {
+        let max_abs = |m: f64, v: &f64| m.max(v.abs());
+        match &self.h_blocks {
+            Some(blocks) => blocks.stored().fold(0.0f64, |m, v| max_abs(m, &v)),
+            None => self.h_upper().nzval.iter().fold(0.0f64, max_abs),
+        }
+    }
+
+    /// Σ_j c_kj² / d_j of each row k of C (`d` floored at 1e-300), each sum over the row's
+    /// stored entries in ascending column order: with d = diag(H), an inverse effective
+    /// mass of each constraint. By C's rows when it has them, with the same bits (their
+    /// explicit zeros add +0).
+    pub fn inv_mass(&self, d: &[f64]) -> Vec<f64> {
+        if let Some(rows) = self.row_blocks() {
+            return (0..self.m())
+                .map(|k| {
+                    let (pair, vals) = rows.row(k);
+                    let mut s = 0.0;
+                    for (slot, &b) in pair.iter().enumerate().filter(|(_, b)| **b != NO_BODY) {
+                        for a in 0..6 {
+                            let v = vals[6 * slot + a];
+                            s += v * v / d[6 * b as usize + a].max(1e-300);
+                        }
+                    }
+                    s
+                })
+                .collect();
+        }
+        let c = self.c();
+        let mut s = vec![0.0f64; self.m()];
+        for (col, &dc) in d.iter().enumerate() {
+            for k in c.colptr[col]..c.colptr[col + 1] {
+                s[c.rowval[k]] += c.nzval[k] * c.nzval[k] / dc.max(1e-300);
+            }
+        }
+        s
+    }
+
     /// H x (from the upper triangle; by H's blocks when it has them, with the same bits).
     pub fn h_mul(&self, x: &[f64]) -> Vec<f64> {
         if let Some(blocks) = &self.h_blocks {
@@ -700,6 +739,13 @@ impl BlockUpper {
             right,
             right_first,
         }
+    }
+
+    /// The entries `to_csc` stores (those that received a nonzero value), in no order.
+    fn stored(&self) -> impl Iterator<Item = f64> + '_ {
+        self.vals.iter().zip(&self.mask).flat_map(|(v, &mask)| {
+            (0..36).filter(move |e| mask & (1u64 << e) != 0).map(move |e| v[e])
+        })
     }
 
     /// H x, bit for bit as [`Qp::h_mul`] computes it from the compressed upper triangle:
@@ -1195,6 +1241,18 @@ mod tests {
                 assert!(bits_eq(&qp.h_mul(v), &columns.h_mul(v)), "case {case}: H x differs");
             }
             assert!(bits_eq(&qp.h_diagonal(), &columns.h_diagonal()), "case {case}: diagonal");
+            // H's largest entry and C's inverse effective masses by the blocks and rows are
+            // those of the compressed columns, bit for bit.
+            let hmax = h.nzval.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            assert_eq!(qp.h_max_abs().to_bits(), hmax.to_bits(), "case {case}: max |H|");
+            let d = columns.h_diagonal();
+            let mut by_columns = vec![0.0f64; qp.m()];
+            for (col, &dc) in d.iter().enumerate() {
+                for k in c.colptr[col]..c.colptr[col + 1] {
+                    by_columns[c.rowval[k]] += c.nzval[k] * c.nzval[k] / dc.max(1e-300);
+                }
+            }
+            assert!(bits_eq(&qp.inv_mass(&d), &by_columns), "case {case}: inverse masses");
             let (mut t_rows, mut t_csc) = (vec![1.0; qp.n()], vec![0.0; qp.n()]);
             rows.mul_transpose(&l, &mut t_rows);
             csc_mul_transpose(qp.c(), &l, &mut t_csc);

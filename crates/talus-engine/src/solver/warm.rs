@@ -675,7 +675,6 @@ impl<'a> Factor<'a> {
     /// threads with `two_threads` (a solve that has a [`Pair`]).
     pub(crate) fn new(qp: &'a Qp, dense_factor_max: usize, two_threads: bool) -> Option<Self> {
         let n = qp.n();
-        let h = qp.h_upper();
         let backend = match qp.row_blocks() {
             Some(rows) if n > dense_factor_max => {
                 Backend::Block(Box::new(BlockK::new(qp, rows, BLOCK_WORK_MAX, two_threads)?))
@@ -691,21 +690,8 @@ impl<'a> Factor<'a> {
         };
         // diag(H), for ρ_k = σ / Σ_j c_kj² / H_jj (σ times an effective mass of contact k):
         // K − H is then σ times H's scale whatever the masses, sizes and lever arms.
-        let mut hdiag = vec![0.0f64; n];
-        for (col, d) in hdiag.iter_mut().enumerate() {
-            for k in h.colptr[col]..h.colptr[col + 1] {
-                if h.rowval[k] == col {
-                    *d += h.nzval[k];
-                }
-            }
-        }
-        let mut inv_mass = vec![0.0f64; qp.m()];
-        let c = qp.c();
-        for (col, &d) in hdiag.iter().enumerate() {
-            for k in c.colptr[col]..c.colptr[col + 1] {
-                inv_mass[c.rowval[k]] += c.nzval[k] * c.nzval[k] / d.max(1e-300);
-            }
-        }
+        let hdiag = qp.h_diagonal();
+        let mut inv_mass = qp.inv_mass(&hdiag);
         for s in inv_mass.iter_mut().filter(|s| **s <= 0.0) {
             *s = 1.0;
         }
@@ -795,8 +781,7 @@ impl<'a> Factor<'a> {
 
 /// Scales of the KKT residuals: (stationarity, constraints).
 pub(crate) fn scales(qp: &Qp) -> (f64, f64) {
-    let h = qp.h_upper();
-    let hmax = max_abs(&h.nzval).max(1e-300);
+    let hmax = qp.h_max_abs().max(1e-300);
     (max_abs(&qp.p).max(hmax * 1e-3), max_abs(&qp.r).max(1e-3))
 }
 
