@@ -431,7 +431,6 @@ impl BlockK {
     fn new(qp: &Qp, rows: &RowBlocks, block_work_max: f64, two_threads: bool) -> Option<Self> {
         let n = qp.n();
         let nb = n / 6;
-        let h = qp.h_upper();
         // The bodies' coupled pairs, both ways (`from[k]` → `to[k]`): H's upper triangle by
         // block columns (each pair once, `seen[i] == j`) and the rows of two bodies.
         let (mut from, mut to) = (Vec::new(), Vec::new());
@@ -445,6 +444,7 @@ impl BlockK {
             // of them pairs of a contact, so of C's rows below too).
             Some(hb) => hb.pairs().iter().for_each(|&(a, b)| couple(a, b)),
             None => {
+                let h = qp.h_upper();
                 let mut seen = vec![usize::MAX; nb];
                 for col in 0..n {
                     let j = col / 6;
@@ -527,6 +527,7 @@ impl BlockK {
             }
         } else {
             // A column's entries of one body come together: look their block up once.
+            let h = qp.h_upper();
             let mut last: Option<(usize, usize, usize)> = None;
             for col in 0..n {
                 for k in h.colptr[col]..h.colptr[col + 1] {
