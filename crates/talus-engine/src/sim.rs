@@ -96,7 +96,7 @@ pub struct Simulation {
     last_detection: Option<(Vec<Contact>, Vec<Pose>, f64)>,
     /// The broad phase's pairs and TIN triangles kept between detections (the same
     /// contacts either way; like `last_detection`, it takes `statics` as never changing).
-    pairs: BroadCache,
+    broad: BroadCache,
 }
 
 /// A block's position, orientation and activity, by their bits (what a contact depends on).
@@ -198,7 +198,7 @@ impl Simulation {
             warm: WarmStart::default(),
             totals: Totals::default(),
             last_detection: None,
-            pairs: BroadCache::default(),
+            broad: BroadCache::default(),
         };
         if !sim.config.allow_initial_overlap {
             sim.check_overlap()?;
@@ -234,7 +234,7 @@ impl Simulation {
                         &params,
                         timings,
                         reuse,
-                        &mut self.pairs,
+                        &mut self.broad,
                     )
                 } else {
                     *timings = DetectTimings::default();
@@ -242,7 +242,7 @@ impl Simulation {
                 }
             }
             _ => {
-                detect_cached(&self.blocks, &self.statics, &params, timings, None, &mut self.pairs)
+                detect_cached(&self.blocks, &self.statics, &params, timings, None, &mut self.broad)
             }
         };
         self.last_detection = Some((contacts.clone(), poses, params.tolerance));
