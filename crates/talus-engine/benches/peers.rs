@@ -21,6 +21,9 @@
 //! * TALUS_BENCH_SEPARATION = velocity: separation velocities (β = 0.2) instead of the
 //!   default position correction, to compare with the previous code in the same run;
 //! * TALUS_BENCH_TRACE = 1 prints a line per step with contacts (stderr), with its time;
+//! * TALUS_BENCH_PHASES = 1 prints each Talus run's seconds by phase (stderr): broad and
+//!   narrow phase, assembly, the islands' solves (with their position correction), and the
+//!   rest of the step (integration, energies, the warm start's store);
 //! * TALUS_BENCH_THREADS = Talus's threads (default 1: as the peers run);
 //! * TALUS_BENCH_PEERS = comma-separated peers (default pybullet,rapier; empty: none;
 //!   `pybullet-multibody` is pybullet with `createMultiBody`'s default, a Featherstone
@@ -75,16 +78,22 @@ fn talus(n: usize, mu: f64, steps: u64, solver: &SolverConfig) -> Outcome {
     let mut sim = Simulation::new(config, blocks, st).expect("simulation");
     let (mut fallbacks, mut sweeps, mut worst, mut not_solved, mut pen) =
         (0, 0u64, 0.0f64, 0, 0.0f64);
+    let mut phases = [0.0f64; 5];
     let t0 = Instant::now();
     for _ in 0..steps {
         let t_step = Instant::now();
         let (_, d) = sim.advance();
+        let t = t_step.elapsed().as_secs_f64();
+        let times = [d.t_broad, d.t_narrow, d.jump.t_assembly, d.jump.t_solve, t];
+        for (sum, x) in phases.iter_mut().zip(times) {
+            *sum += x;
+        }
         if std::env::var("TALUS_BENCH_TRACE").is_ok() && d.jump.islands > 0 {
             let j = &d.jump;
             eprintln!(
                 "step {} ms {:.2} islands {} vars {} solver {} status {} it {} sweeps {} acc {:.2e} rp {:.1e} rd {:.1e} fb {}",
                 d.step,
-                t_step.elapsed().as_secs_f64() * 1e3,
+                t * 1e3,
                 j.islands,
                 j.qp_variables,
                 j.solver,
@@ -104,6 +113,14 @@ fn talus(n: usize, mu: f64, steps: u64, solver: &SolverConfig) -> Outcome {
         pen = pen.max(d.jump.max_penetration);
     }
     let seconds = t0.elapsed().as_secs_f64();
+    if std::env::var("TALUS_BENCH_PHASES").is_ok() {
+        let [broad, narrow, assembly, solve, total] = phases;
+        let rest = total - broad - narrow - assembly - solve;
+        eprintln!(
+            "N {n}, mu {mu}: broad {broad:.2} s, narrow {narrow:.2} s, assembly {assembly:.2} s, \
+             solve {solve:.2} s, rest {rest:.2} s, total {total:.2} s"
+        );
+    }
     let centres: Vec<[f64; 3]> = sim.blocks.iter().map(|b| [b.pos.x, b.pos.y, b.pos.z]).collect();
     let (median_z, r95) = heap_stats(&centres);
     Outcome {

@@ -47,7 +47,11 @@
 use crate::solver::assembly::{JumpBody, JumpContact};
 use crate::solver::certificate::{Certificate, Certifier, certify};
 use crate::solver::friction::ConeQp;
+use crate::solver::pair::Pair;
 use nalgebra::{Matrix3, SMatrix, Vector3};
+use rayon::prelude::*;
+use std::borrow::Cow;
+use std::sync::Mutex;
 
 type M63 = SMatrix<f64, 6, 3>;
 
@@ -123,29 +127,77 @@ struct Row {
 }
 
 impl Row {
-    /// y = J_k x, the contact's relative velocity at x in its frame.
-    fn velocity(&self, x: &[f64]) -> Vector3<f64> {
-        let xi = SMatrix::<f64, 6, 1>::from_column_slice(&x[6 * self.i..6 * self.i + 6]);
+    /// y = J_k x, the contact's relative velocity at x in its frame; `x` holds the bodies
+    /// from number `first` on.
+    fn velocity(&self, x: &[f64], first: usize) -> Vector3<f64> {
+        let o = 6 * (self.i - first);
+        let xi = SMatrix::<f64, 6, 1>::from_column_slice(&x[o..o + 6]);
         let mut y = self.ji * xi;
         if let Some(j) = self.j {
-            let xj = SMatrix::<f64, 6, 1>::from_column_slice(&x[6 * j..6 * j + 6]);
+            let o = 6 * (j - first);
+            let xj = SMatrix::<f64, 6, 1>::from_column_slice(&x[o..o + 6]);
             y += self.jj * xj;
         }
         y
     }
 
-    /// x += (2M)⁻¹ J_kᵀ Λ.
-    fn apply(&self, x: &mut [f64], l: &Vector3<f64>) {
+    /// x += (2M)⁻¹ J_kᵀ Λ; `x` holds the bodies from number `first` on.
+    fn apply(&self, x: &mut [f64], first: usize, l: &Vector3<f64>) {
         let di = self.gi * l;
+        let o = 6 * (self.i - first);
         for a in 0..6 {
-            x[6 * self.i + a] += di[a];
+            x[o + a] += di[a];
         }
         if let Some(j) = self.j {
             let dj = self.gj * l;
+            let o = 6 * (j - first);
             for a in 0..6 {
-                x[6 * j + a] += dj[a];
+                x[o + a] += dj[a];
             }
         }
+    }
+
+    /// One Gauss–Seidel update of this contact: its percussion Λ and dual z from the
+    /// velocity at x (bodies from `first` on), x moved by the change of Λ.
+    fn update(&self, x: &mut [f64], first: usize, lambda: &mut Vector3<f64>, z: &mut Vector3<f64>) {
+        let y = self.velocity(x, first);
+        let q = y - self.w * *lambda;
+        let y0 = self.b * q;
+        let zk = if self.mu > 0.0 {
+            let dm = Matrix3::from_diagonal(&Vector3::new(1.0, self.mu, self.mu));
+            let a_mat = dm * self.bw * dm;
+            let a = dm * y0 - self.r;
+            solve_cone3(&a_mat, &a)
+        } else {
+            let a00 = self.bw[(0, 0)];
+            let a0 = y0.x - self.r.x;
+            let z0 = if a0 >= 0.0 || a00 <= 0.0 { 0.0 } else { -a0 / a00 };
+            Vector3::new(z0, 0.0, 0.0)
+        };
+        let dzk = Vector3::new(zk.x, self.mu * zk.y, self.mu * zk.z);
+        let y_new = y0 + self.bw * dzk;
+        let l_new = dzk - self.kappa.component_mul(&y_new);
+        let dl = l_new - *lambda;
+        *lambda = l_new;
+        *z = zk;
+        self.apply(x, first, &dl);
+    }
+}
+
+/// A sweep over `rows` (forward or backward), their percussions and duals alongside, on x
+/// holding the bodies from number `first` on.
+fn sweep(
+    rows: &[Row],
+    lambda: &mut [Vector3<f64>],
+    z: &mut [Vector3<f64>],
+    x: &mut [f64],
+    first: usize,
+    forward: bool,
+) {
+    let n = rows.len();
+    for t in 0..n {
+        let k = if forward { t } else { n - 1 - t };
+        rows[k].update(x, first, &mut lambda[k], &mut z[k]);
     }
 }
 
@@ -436,10 +488,73 @@ pub enum Finish {
 /// at 1e-3 (session 50, docs/benchmarks.md).
 pub const GIVE_UP: f64 = 16.0;
 
+/// Islands swept with [`Finish::GiveUp`] that have at least this many contacts are swept
+/// in two halves ([`Halves`]), on two threads when a rayon worker is idle.
+pub const HALVES_MIN_CONTACTS: usize = 1024;
+
+/// An island's bodies cut in two by a plane, and its contacts ordered for sweeps in two
+/// halves: first the contacts on bodies of the first half only, then those on the second
+/// half only, then those across the cut. The first two groups touch disjoint bodies, so
+/// their sweeps commute: done one after the other or on two threads at once, each body's
+/// velocity sees the same updates in the same order, and the answer is the same, bit for
+/// bit. The cut is vertical, across the wider horizontal extent of the bodies' centres, at
+/// their median, so that few contacts cross it.
+struct Halves {
+    /// The bodies renumbered: the first half's, ascending, then the second's.
+    bodies: Vec<usize>,
+    /// The new number of each body.
+    number: Vec<usize>,
+    /// Bodies in the first half.
+    first_bodies: usize,
+    /// The contacts in sweep order (first half, second half, across), each group ascending.
+    contacts: Vec<usize>,
+    /// Contacts in the first group, and in the first two.
+    ends: [usize; 2],
+}
+
+impl Halves {
+    fn of(bodies: &[JumpBody], contacts: &[JumpContact]) -> Self {
+        let n = bodies.len();
+        let extent = |a: usize| {
+            let (lo, hi) = bodies.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), b| {
+                (lo.min(b.pos[a]), hi.max(b.pos[a]))
+            });
+            hi - lo
+        };
+        let axis = if extent(1) > extent(0) { 1 } else { 0 };
+        let mut coords: Vec<f64> = bodies.iter().map(|b| b.pos[axis]).collect();
+        let median =
+            if n == 0 { 0.0 } else { *coords.select_nth_unstable_by(n / 2, f64::total_cmp).1 };
+        let second: Vec<bool> = bodies.iter().map(|b| b.pos[axis] >= median).collect();
+        let order: Vec<usize> =
+            (0..n).filter(|&b| !second[b]).chain((0..n).filter(|&b| second[b])).collect();
+        let mut number = vec![0; n];
+        for (new, &old) in order.iter().enumerate() {
+            number[old] = new;
+        }
+        let group = |c: &JumpContact| match c.j {
+            Some(j) if second[j] != second[c.i] => 2,
+            _ => usize::from(second[c.i]),
+        };
+        let in_group = |g: usize| (0..contacts.len()).filter(move |&k| group(&contacts[k]) == g);
+        let sorted: Vec<usize> = in_group(0).chain(in_group(1)).chain(in_group(2)).collect();
+        let e0 = in_group(0).count();
+        let ends = [e0, e0 + in_group(1).count()];
+        Halves {
+            first_bodies: order.iter().filter(|&&b| !second[b]).count(),
+            bodies: order,
+            number,
+            contacts: sorted,
+            ends,
+        }
+    }
+}
+
 /// Solve the conic program `cq` of an island (assembled by [`crate::solver::friction::assemble_cones`]
 /// from `bodies`, `contacts`) by non-linear Gauss–Seidel, started from `initial` (one per
 /// contact), until the certificate holds to `tolerance`, `max_sweeps` sweeps are done, or
-/// `finish` gives up.
+/// `finish` gives up. With [`Finish::GiveUp`] an island of [`HALVES_MIN_CONTACTS`] or more
+/// is swept in two halves ([`Halves`]; the same answer on one thread or two).
 pub fn solve(
     cq: &ConeQp,
     bodies: &[JumpBody],
@@ -454,6 +569,12 @@ pub fn solve(
     assert_eq!(cq.qp.n(), 6 * n);
     assert_eq!(contacts.len(), cq.normal_rows.len());
     assert_eq!(initial.len(), contacts.len());
+    let halves =
+        (!polish && contacts.len() >= HALVES_MIN_CONTACTS).then(|| Halves::of(bodies, contacts));
+    // The sweeps' numbering of bodies and contacts (the given one without halves).
+    let body_number = |b: usize| halves.as_ref().map_or(b, |h| h.number[b]);
+    let body_at = |b: usize| halves.as_ref().map_or(b, |h| h.bodies[b]);
+    let contact_at = |t: usize| halves.as_ref().map_or(t, |h| h.contacts[t]);
     // (2M)⁻¹ per body.
     let inv_mass: Vec<f64> = bodies.iter().map(|b| 0.5 / b.mass).collect();
     let inv_inertia: Vec<Matrix3<f64>> = bodies
@@ -473,242 +594,98 @@ pub fn solve(
         }
         g
     };
-    let rows: Vec<Row> = contacts
-        .iter()
-        .enumerate()
-        .map(|(k, c)| {
-            let (t1, t2) = cq.tangents[k];
-            let basis = [c.normal, t1, t2];
-            let ji = jacobian(&(c.point - bodies[c.i].pos), basis, 1.0);
-            let gi = apply_inv(c.i, &ji.transpose());
-            let (jj, gj) = match c.j {
-                Some(j) => {
-                    let jj = jacobian(&(c.point - bodies[j].pos), basis, -1.0);
-                    (jj, apply_inv(j, &jj.transpose()))
-                }
-                None => (SMatrix::zeros(), M63::zeros()),
-            };
-            let w = ji * gi + jj * gj;
-            let w = 0.5 * (w + w.transpose());
-            let kappa = Vector3::new(c.kappa_n, c.kappa_t, c.kappa_t);
-            let b = (Matrix3::identity() + w * Matrix3::from_diagonal(&kappa))
-                .try_inverse()
-                .unwrap_or_else(Matrix3::identity);
-            let bw = b * w;
-            let bw = 0.5 * (bw + bw.transpose());
-            let row = cq.normal_rows[k];
-            let mu = cq.mu[k];
-            let r = if mu > 0.0 {
-                Vector3::new(cq.qp.r[row], cq.qp.r[row + 1], cq.qp.r[row + 2])
-            } else {
-                Vector3::new(cq.qp.r[row], 0.0, 0.0)
-            };
-            Row { i: c.i, j: c.j, ji, jj, gi, gj, w, b, bw, kappa, mu, r, row, tangents: (t1, t2) }
-        })
-        .collect();
-    // x_free = (2M)⁻¹ p.
+    let make_row = |t: usize| {
+        let k = contact_at(t);
+        let c = &contacts[k];
+        let (t1, t2) = cq.tangents[k];
+        let basis = [c.normal, t1, t2];
+        let ji = jacobian(&(c.point - bodies[c.i].pos), basis, 1.0);
+        let gi = apply_inv(c.i, &ji.transpose());
+        let (jj, gj) = match c.j {
+            Some(j) => {
+                let jj = jacobian(&(c.point - bodies[j].pos), basis, -1.0);
+                (jj, apply_inv(j, &jj.transpose()))
+            }
+            None => (SMatrix::zeros(), M63::zeros()),
+        };
+        let w = ji * gi + jj * gj;
+        let w = 0.5 * (w + w.transpose());
+        let kappa = Vector3::new(c.kappa_n, c.kappa_t, c.kappa_t);
+        let b = (Matrix3::identity() + w * Matrix3::from_diagonal(&kappa))
+            .try_inverse()
+            .unwrap_or_else(Matrix3::identity);
+        let bw = b * w;
+        let bw = 0.5 * (bw + bw.transpose());
+        let row = cq.normal_rows[k];
+        let mu = cq.mu[k];
+        let r = if mu > 0.0 {
+            Vector3::new(cq.qp.r[row], cq.qp.r[row + 1], cq.qp.r[row + 2])
+        } else {
+            Vector3::new(cq.qp.r[row], 0.0, 0.0)
+        };
+        let (i, j) = (body_number(c.i), c.j.map(body_number));
+        Row { i, j, ji, jj, gi, gj, w, b, bw, kappa, mu, r, row, tangents: (t1, t2) }
+    };
+    // Rows in sweep order, made by rayon's threads when the island is swept in halves.
+    let rows: Vec<Row> = if halves.is_some() {
+        let mut rows = Vec::new();
+        (0..contacts.len())
+            .into_par_iter()
+            .with_min_len(256)
+            .map(make_row)
+            .collect_into_vec(&mut rows);
+        rows
+    } else {
+        (0..contacts.len()).map(make_row).collect()
+    };
+    // x_free = (2M)⁻¹ p, in the sweeps' numbering.
     let mut x_free = vec![0.0; 6 * n];
-    for b in 0..n {
-        let o = 6 * b;
+    for nb in 0..n {
+        let (b, o, ob) = (body_at(nb), 6 * nb, 6 * body_at(nb));
         for a in 0..3 {
-            x_free[o + a] = inv_mass[b] * cq.qp.p[o + a];
+            x_free[o + a] = inv_mass[b] * cq.qp.p[ob + a];
         }
-        let ang = inv_inertia[b] * Vector3::new(cq.qp.p[o + 3], cq.qp.p[o + 4], cq.qp.p[o + 5]);
+        let ang = inv_inertia[b] * Vector3::new(cq.qp.p[ob + 3], cq.qp.p[ob + 4], cq.qp.p[ob + 5]);
         for a in 0..3 {
             x_free[o + 3 + a] = ang[a];
         }
     }
     // Percussions Λ_k (contact frame) from the warm start; duals z_k from the sweeps.
-    let mut lambda: Vec<Vector3<f64>> = rows
+    let lambda: Vec<Vector3<f64>> = rows
         .iter()
-        .zip(initial)
-        .map(|(r, w)| {
+        .enumerate()
+        .map(|(t, r)| {
+            let w = &initial[contact_at(t)];
             Vector3::new(w.normal, w.tangential.dot(&r.tangents.0), w.tangential.dot(&r.tangents.1))
         })
         .collect();
-    let mut z: Vec<Vector3<f64>> = vec![Vector3::zeros(); rows.len()];
-    let dz = |r: &Row, z: &Vector3<f64>| Vector3::new(z.x, r.mu * z.y, r.mu * z.z);
-    let rebuild = |lambda: &[Vector3<f64>]| {
-        let mut x = x_free.clone();
-        for (r, l) in rows.iter().zip(lambda) {
-            r.apply(&mut x, l);
-        }
-        x
+    let problem = Sweeps {
+        cq,
+        rows: &rows,
+        halves: halves.as_ref(),
+        x_free: &x_free,
+        tolerance,
+        max_sweeps,
+        polish,
     };
-    let mut x = rebuild(&lambda);
-    let z_rows = |z: &[Vector3<f64>]| {
-        let mut v = vec![0.0; cq.qp.m()];
-        for (r, zk) in rows.iter().zip(z) {
-            v[r.row] = zk.x;
-            if r.mu > 0.0 {
-                v[r.row + 1] = zk.y;
-                v[r.row + 2] = zk.z;
-            }
-        }
-        v
+    let (x, lambda, z, certificate, solved, sweeps, polishes) = match halves {
+        Some(_) => Pair::solve(|pair| problem.run(lambda, pair)),
+        None => problem.run(lambda, None),
     };
-    let mut certificate = Certificate {
-        stationarity: f64::INFINITY,
-        primal: f64::INFINITY,
-        dual: f64::INFINITY,
-        complementarity: f64::INFINITY,
-    };
-    let mut sweeps = 0;
-    let mut polishes = 0;
-    let mut solved = false;
-    let mut next_check = 1;
-    let nr = rows.len();
-    let certifier = Certifier::new(&cq.qp, &cq.cones);
-    while sweeps < max_sweeps {
-        for t in 0..nr {
-            let k = if sweeps % 2 == 0 { t } else { nr - 1 - t };
-            let r = &rows[k];
-            let y = r.velocity(&x);
-            let q = y - r.w * lambda[k];
-            let y0 = r.b * q;
-            let zk = if r.mu > 0.0 {
-                let dm = Matrix3::from_diagonal(&Vector3::new(1.0, r.mu, r.mu));
-                let a_mat = dm * r.bw * dm;
-                let a = dm * y0 - r.r;
-                solve_cone3(&a_mat, &a)
-            } else {
-                let a00 = r.bw[(0, 0)];
-                let a0 = y0.x - r.r.x;
-                let z0 = if a0 >= 0.0 || a00 <= 0.0 { 0.0 } else { -a0 / a00 };
-                Vector3::new(z0, 0.0, 0.0)
-            };
-            let dzk = dz(r, &zk);
-            let y_new = y0 + r.bw * dzk;
-            let l_new = dzk - r.kappa.component_mul(&y_new);
-            let dl = l_new - lambda[k];
-            lambda[k] = l_new;
-            z[k] = zk;
-            r.apply(&mut x, &dl);
-        }
-        sweeps += 1;
-        if sweeps == next_check || sweeps == max_sweeps {
-            next_check = if sweeps < 8 { 2 * sweeps } else { sweeps + 10 };
-            x = rebuild(&lambda);
-            certificate = certifier.certify(&x, &z_rows(&z));
-            if certificate.holds(tolerance) {
-                solved = true;
-                break;
-            }
-            if !polish && certificate.worst() > GIVE_UP * tolerance / f64::from(sweeps).sqrt() {
-                break;
-            }
-            // Polish: once the sweeps have settled the contact states, solve the
-            // equality-constrained QP of those states (a Newton step), updating the states
-            // from its answer a few times.
-            if polish
-                && (sweeps >= POLISH_AFTER && (sweeps - POLISH_AFTER).is_multiple_of(POLISH_EVERY)
-                    || sweeps == max_sweeps)
-            {
-                let s_of = |x: &[f64]| -> Vec<Vector3<f64>> {
-                    rows.iter()
-                        .map(|r| {
-                            let y = r.velocity(x);
-                            if r.mu > 0.0 {
-                                Vector3::new(y.x, r.mu * y.y, r.mu * y.z) - r.r
-                            } else {
-                                Vector3::new(y.x - r.r.x, 0.0, 0.0)
-                            }
-                        })
-                        .collect()
-                };
-                let mu: Vec<f64> = rows.iter().map(|r| r.mu).collect();
-                let s0 = s_of(&x);
-                let v =
-                    s0.iter().chain(rows.iter().map(|r| &r.r)).fold(0.0f64, |m, s| m.max(s.amax()));
-                let mut st = states(&s0, &mu, POLISH_EPS, v);
-                let (mut xc, mut zc, mut sc) = (x.clone(), z.clone(), s0);
-                let mut best = None;
-                for _ in 0..POLISH_ROUNDS {
-                    let mut it = 0;
-                    let Some((xp, zp)) = polish_once(cq, &st, &xc, &zc, &sc, 1e-6 * v, &mut it)
-                    else {
-                        break;
-                    };
-                    polishes += 1;
-                    let c = certifier.certify(&xp, &z_rows(&zp));
-                    let sp = s_of(&xp);
-                    if c.holds(tolerance) {
-                        for (k, r) in rows.iter().enumerate() {
-                            lambda[k] = dz(r, &zp[k]) - r.kappa.component_mul(&r.velocity(&xp));
-                        }
-                        (x, z, certificate, solved) = (xp, zp, c, true);
-                        break;
-                    }
-                    // Keep the best polished point: the sweeps go on from it (they spread the
-                    // reactions of redundant contacts into their cones while x stays put).
-                    if best.as_ref().is_none_or(|b: &(Certificate, Vec<f64>, Vec<Vector3<f64>>)| {
-                        c.worst() < b.0.worst()
-                    }) {
-                        best = Some((c, xp.clone(), zp.clone()));
-                    }
-                    let next: Vec<State> = st
-                        .iter()
-                        .zip(zp.iter().zip(&sp))
-                        .zip(&mu)
-                        .map(|((state, (zk, sk)), &mu)| {
-                            let zt = (zk.y * zk.y + zk.z * zk.z).sqrt();
-                            let stt = (sk.y * sk.y + sk.z * sk.z).sqrt();
-                            match *state {
-                                State::Normal | State::Slide(..) | State::Stick if zk.x < 0.0 => {
-                                    State::Open
-                                }
-                                State::Stick if zt > zk.x => State::Slide(zk.y / zt, zk.z / zt),
-                                State::Slide(..) if stt > 1e-6 * v => {
-                                    State::Slide(-sk.y / stt, -sk.z / stt)
-                                }
-                                State::Open if sk.x < -stt && mu <= 0.0 => State::Normal,
-                                State::Open if sk.x < stt => State::Stick,
-                                s => s,
-                            }
-                        })
-                        .collect();
-                    if next == st {
-                        break;
-                    }
-                    st = next;
-                    (xc, zc, sc) = (xp, zp, sp);
-                }
-                if solved {
-                    break;
-                }
-                if let Some((cb, xb, zb)) = best.filter(|b| b.0.worst() < certificate.worst()) {
-                    for (k, r) in rows.iter().enumerate() {
-                        lambda[k] = dz(r, &zb[k]) - r.kappa.component_mul(&r.velocity(&xb));
-                    }
-                    (x, z) = (xb, zb);
-                    certificate = cb;
-                    next_check = sweeps + 2;
-                }
-            }
-        }
+    // Back to the given numbering.
+    let mut impulses = vec![ContactImpulse::default(); rows.len()];
+    let mut normal = vec![0.0; rows.len()];
+    let mut friction = vec![Vector3::zeros(); rows.len()];
+    for (t, r) in rows.iter().enumerate() {
+        let (k, l, zk) = (contact_at(t), &lambda[t], &z[t]);
+        impulses[k] =
+            ContactImpulse { normal: l.x, tangential: r.tangents.0 * l.y + r.tangents.1 * l.z };
+        normal[k] = zk.x;
+        friction[k] = (r.tangents.0 * zk.y + r.tangents.1 * zk.z) * r.mu;
     }
-    if nr == 0 {
-        x = rebuild(&lambda);
-        certificate = certify(&cq.qp, &cq.cones, &x, &[]);
-        solved = certificate.holds(tolerance);
-    }
-    let impulses = rows
-        .iter()
-        .zip(&lambda)
-        .map(|(r, l)| ContactImpulse {
-            normal: l.x,
-            tangential: r.tangents.0 * l.y + r.tangents.1 * l.z,
-        })
-        .collect();
-    let normal = z.iter().map(|zk| zk.x).collect();
-    let friction = rows
-        .iter()
-        .zip(&z)
-        .map(|(r, zk)| (r.tangents.0 * zk.y + r.tangents.1 * zk.z) * r.mu)
-        .collect();
     NlgsOutcome {
         solution: ContactSolution {
-            z: z_rows(&z),
+            z: problem.z_rows(&z),
             x,
             impulses,
             normal,
@@ -718,6 +695,258 @@ pub fn solve(
         },
         sweeps,
         polishes,
+    }
+}
+
+/// What [`solve`]'s sweeps run on: the rows in sweep order and x_free in the sweeps'
+/// numbering of bodies (see [`Halves`]).
+struct Sweeps<'a> {
+    cq: &'a ConeQp,
+    rows: &'a [Row],
+    halves: Option<&'a Halves>,
+    x_free: &'a [f64],
+    tolerance: f64,
+    max_sweeps: u32,
+    polish: bool,
+}
+
+/// x, Λ, z (in sweep order), the certificate, whether it holds, sweeps and polishes.
+type SweepsOutcome = (Vec<f64>, Vec<Vector3<f64>>, Vec<Vector3<f64>>, Certificate, bool, u32, u32);
+
+impl Sweeps<'_> {
+    /// z in the rows of the conic program.
+    fn z_rows(&self, z: &[Vector3<f64>]) -> Vec<f64> {
+        let mut v = vec![0.0; self.cq.qp.m()];
+        for (r, zk) in self.rows.iter().zip(z) {
+            v[r.row] = zk.x;
+            if r.mu > 0.0 {
+                v[r.row + 1] = zk.y;
+                v[r.row + 2] = zk.z;
+            }
+        }
+        v
+    }
+
+    /// x in the given numbering of bodies from x in the sweeps' numbering.
+    fn given<'x>(&self, xs: &'x [f64]) -> Cow<'x, [f64]> {
+        let Some(h) = self.halves else { return Cow::Borrowed(xs) };
+        let mut x = vec![0.0; xs.len()];
+        for (nb, &b) in h.bodies.iter().enumerate() {
+            x[6 * b..6 * b + 6].copy_from_slice(&xs[6 * nb..6 * nb + 6]);
+        }
+        Cow::Owned(x)
+    }
+
+    /// x from the percussions, in the sweeps' numbering: x_free plus each row's
+    /// (2M)⁻¹J_kᵀΛ_k, in sweep order (the halves' rows on `pair` when there is one).
+    fn rebuild(&self, lambda: &[Vector3<f64>], pair: Option<&Pair>) -> Vec<f64> {
+        let mut x = self.x_free.to_vec();
+        let mut start = 0;
+        if let Some(h) = self.halves {
+            let [e0, e1] = h.ends;
+            let (x0, x1) = x.split_at_mut(6 * h.first_bodies);
+            let parts = [
+                (&self.rows[..e0], &lambda[..e0], x0, 0),
+                (&self.rows[e0..e1], &lambda[e0..e1], x1, h.first_bodies),
+            ];
+            both(pair, parts, |(rows, l, x, first)| {
+                for (r, l) in rows.iter().zip(l.iter()) {
+                    r.apply(x, *first, l);
+                }
+            });
+            start = e1;
+        }
+        for (r, l) in self.rows[start..].iter().zip(&lambda[start..]) {
+            r.apply(&mut x, 0, l);
+        }
+        x
+    }
+
+    /// One sweep, forward or backward, in sweep order: with halves, the halves' rows (on
+    /// `pair` when there is one) and then the rows across the cut, or the reverse.
+    fn sweep(
+        &self,
+        lambda: &mut [Vector3<f64>],
+        z: &mut [Vector3<f64>],
+        x: &mut [f64],
+        forward: bool,
+        pair: Option<&Pair>,
+    ) {
+        let Some(h) = self.halves else {
+            sweep(self.rows, lambda, z, x, 0, forward);
+            return;
+        };
+        let [e0, e1] = h.ends;
+        if !forward {
+            sweep(&self.rows[e1..], &mut lambda[e1..], &mut z[e1..], x, 0, forward);
+        }
+        {
+            let (l0, l1) = lambda[..e1].split_at_mut(e0);
+            let (z0, z1) = z[..e1].split_at_mut(e0);
+            let (x0, x1) = x.split_at_mut(6 * h.first_bodies);
+            let parts = [
+                (&self.rows[..e0], l0, z0, x0, 0),
+                (&self.rows[e0..e1], l1, z1, x1, h.first_bodies),
+            ];
+            both(pair, parts, |(rows, l, z, x, first)| sweep(rows, l, z, x, *first, forward));
+        }
+        if forward {
+            sweep(&self.rows[e1..], &mut lambda[e1..], &mut z[e1..], x, 0, forward);
+        }
+    }
+
+    /// Sweep from the percussions `lambda` (in sweep order) until the certificate holds,
+    /// the sweeps are done or the finish gives up.
+    fn run(&self, mut lambda: Vec<Vector3<f64>>, pair: Option<&Pair>) -> SweepsOutcome {
+        let (cq, rows, tolerance, max_sweeps, polish) =
+            (self.cq, self.rows, self.tolerance, self.max_sweeps, self.polish);
+        let mut z: Vec<Vector3<f64>> = vec![Vector3::zeros(); rows.len()];
+        let dz = |r: &Row, z: &Vector3<f64>| Vector3::new(z.x, r.mu * z.y, r.mu * z.z);
+        let mut x = self.rebuild(&lambda, pair);
+        let mut certificate = Certificate {
+            stationarity: f64::INFINITY,
+            primal: f64::INFINITY,
+            dual: f64::INFINITY,
+            complementarity: f64::INFINITY,
+        };
+        let mut sweeps = 0;
+        let mut polishes = 0;
+        let mut solved = false;
+        let mut next_check = 1;
+        let nr = rows.len();
+        let certifier = Certifier::new(&cq.qp, &cq.cones);
+        while sweeps < max_sweeps {
+            self.sweep(&mut lambda, &mut z, &mut x, sweeps % 2 == 0, pair);
+            sweeps += 1;
+            if sweeps == next_check || sweeps == max_sweeps {
+                next_check = if sweeps < 8 { 2 * sweeps } else { sweeps + 10 };
+                x = self.rebuild(&lambda, pair);
+                certificate = certifier.certify(&self.given(&x), &self.z_rows(&z));
+                if certificate.holds(tolerance) {
+                    solved = true;
+                    break;
+                }
+                if !polish && certificate.worst() > GIVE_UP * tolerance / f64::from(sweeps).sqrt() {
+                    break;
+                }
+                // Polish: once the sweeps have settled the contact states, solve the
+                // equality-constrained QP of those states (a Newton step), updating the states
+                // from its answer a few times.
+                if polish
+                    && (sweeps >= POLISH_AFTER
+                        && (sweeps - POLISH_AFTER).is_multiple_of(POLISH_EVERY)
+                        || sweeps == max_sweeps)
+                {
+                    let s_of = |x: &[f64]| -> Vec<Vector3<f64>> {
+                        rows.iter()
+                            .map(|r| {
+                                let y = r.velocity(x, 0);
+                                if r.mu > 0.0 {
+                                    Vector3::new(y.x, r.mu * y.y, r.mu * y.z) - r.r
+                                } else {
+                                    Vector3::new(y.x - r.r.x, 0.0, 0.0)
+                                }
+                            })
+                            .collect()
+                    };
+                    let mu: Vec<f64> = rows.iter().map(|r| r.mu).collect();
+                    let s0 = s_of(&x);
+                    let v = s0
+                        .iter()
+                        .chain(rows.iter().map(|r| &r.r))
+                        .fold(0.0f64, |m, s| m.max(s.amax()));
+                    let mut st = states(&s0, &mu, POLISH_EPS, v);
+                    let (mut xc, mut zc, mut sc) = (x.clone(), z.clone(), s0);
+                    let mut best = None;
+                    for _ in 0..POLISH_ROUNDS {
+                        let mut it = 0;
+                        let Some((xp, zp)) = polish_once(cq, &st, &xc, &zc, &sc, 1e-6 * v, &mut it)
+                        else {
+                            break;
+                        };
+                        polishes += 1;
+                        let c = certifier.certify(&xp, &self.z_rows(&zp));
+                        let sp = s_of(&xp);
+                        if c.holds(tolerance) {
+                            for (k, r) in rows.iter().enumerate() {
+                                lambda[k] =
+                                    dz(r, &zp[k]) - r.kappa.component_mul(&r.velocity(&xp, 0));
+                            }
+                            (x, z, certificate, solved) = (xp, zp, c, true);
+                            break;
+                        }
+                        // Keep the best polished point: the sweeps go on from it (they spread the
+                        // reactions of redundant contacts into their cones while x stays put).
+                        if best.as_ref().is_none_or(
+                            |b: &(Certificate, Vec<f64>, Vec<Vector3<f64>>)| {
+                                c.worst() < b.0.worst()
+                            },
+                        ) {
+                            best = Some((c, xp.clone(), zp.clone()));
+                        }
+                        let next: Vec<State> = st
+                            .iter()
+                            .zip(zp.iter().zip(&sp))
+                            .zip(&mu)
+                            .map(|((state, (zk, sk)), &mu)| {
+                                let zt = (zk.y * zk.y + zk.z * zk.z).sqrt();
+                                let stt = (sk.y * sk.y + sk.z * sk.z).sqrt();
+                                match *state {
+                                    State::Normal | State::Slide(..) | State::Stick
+                                        if zk.x < 0.0 =>
+                                    {
+                                        State::Open
+                                    }
+                                    State::Stick if zt > zk.x => State::Slide(zk.y / zt, zk.z / zt),
+                                    State::Slide(..) if stt > 1e-6 * v => {
+                                        State::Slide(-sk.y / stt, -sk.z / stt)
+                                    }
+                                    State::Open if sk.x < -stt && mu <= 0.0 => State::Normal,
+                                    State::Open if sk.x < stt => State::Stick,
+                                    s => s,
+                                }
+                            })
+                            .collect();
+                        if next == st {
+                            break;
+                        }
+                        st = next;
+                        (xc, zc, sc) = (xp, zp, sp);
+                    }
+                    if solved {
+                        break;
+                    }
+                    if let Some((cb, xb, zb)) = best.filter(|b| b.0.worst() < certificate.worst()) {
+                        for (k, r) in rows.iter().enumerate() {
+                            lambda[k] = dz(r, &zb[k]) - r.kappa.component_mul(&r.velocity(&xb, 0));
+                        }
+                        (x, z) = (xb, zb);
+                        certificate = cb;
+                        next_check = sweeps + 2;
+                    }
+                }
+            }
+        }
+        if nr == 0 {
+            x = self.rebuild(&lambda, pair);
+            certificate = certify(&cq.qp, &cq.cones, &x, &[]);
+            solved = certificate.holds(tolerance);
+        }
+        let x = self.given(&x).into_owned();
+        (x, lambda, z, certificate, solved, sweeps, polishes)
+    }
+}
+
+/// `f` on each of two parts, one after the other, or at once on `pair`.
+fn both<S: Send>(pair: Option<&Pair>, parts: [S; 2], f: impl Fn(&mut S) + Sync) {
+    let parts = parts.map(Mutex::new);
+    let half = |k: usize| f(&mut parts[k].lock().expect("a half's buffers"));
+    match pair {
+        Some(pair) => pair.run(&half),
+        None => {
+            half(0);
+            half(1);
+        }
     }
 }
 

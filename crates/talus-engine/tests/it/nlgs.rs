@@ -434,6 +434,106 @@ fn giving_up_stops_the_sweeps_far_from_the_tolerance() {
     assert!(2 * after_one > frictionless, "{after_one} of {frictionless} after one sweep");
 }
 
+/// A frictionless island of `nx` × `ny` unit cubes side by side on the ground: each
+/// touches the ground at its 4 bottom corners and its +x and +y neighbours at 2 points each,
+/// with random velocities and κ.
+fn grid_island(rng: &mut ChaCha8Rng, nx: usize, ny: usize) -> (Vec<JumpBody>, Vec<JumpContact>) {
+    let mut bodies = Vec::new();
+    for a in 0..nx {
+        for b in 0..ny {
+            let mass = 1000.0 * rng.random_range(1.0..3.0);
+            bodies.push(JumpBody {
+                mass,
+                inertia: Matrix3::identity() * (mass / 6.0),
+                pos: Vector3::new(a as f64, b as f64, 0.5),
+                vel: Vector3::new(
+                    rng.random_range(-1.0..1.0),
+                    rng.random_range(-1.0..1.0),
+                    rng.random_range(-2.0..0.5),
+                ),
+                omega: Vector3::new(
+                    rng.random_range(-0.5..0.5),
+                    rng.random_range(-0.5..0.5),
+                    rng.random_range(-0.5..0.5),
+                ),
+            });
+        }
+    }
+    let mut contacts = Vec::new();
+    let mut touch = |i: usize, j: Option<usize>, point: Vector3<f64>, normal: Vector3<f64>| {
+        let kappa_n = rng.random_range(0.0..1.0) * bodies[i].mass;
+        contacts.push(JumpContact {
+            i,
+            j,
+            point,
+            normal,
+            kappa_n,
+            kappa_t: rng.random_range(0.0..1.0) * kappa_n,
+            separation: 0.0,
+        });
+    };
+    for a in 0..nx {
+        for b in 0..ny {
+            let (i, c) = (a * ny + b, Vector3::new(a as f64, b as f64, 0.5));
+            for (sx, sy) in [(-0.5, -0.5), (0.5, -0.5), (0.5, 0.5), (-0.5, 0.5)] {
+                touch(i, None, c + Vector3::new(sx, sy, -0.5), Vector3::z());
+            }
+            // The neighbour at −x (−y) pushes along +x (+y) on this body.
+            for s in [-0.3, 0.3] {
+                if a > 0 {
+                    touch(i, Some(i - ny), c + Vector3::new(-0.5, s, 0.0), Vector3::x());
+                }
+                if b > 0 {
+                    touch(i, Some(i - 1), c + Vector3::new(s, -0.5, 0.0), Vector3::y());
+                }
+            }
+        }
+    }
+    (bodies, contacts)
+}
+
+/// `Finish::GiveUp` on an island of `HALVES_MIN_CONTACTS` contacts or more sweeps it in two
+/// halves of bodies: the same answer, bit for bit, on one thread and on two; its
+/// certificate is the one `certify` computes from the program's data; and started from an
+/// accurate answer (ADMM's at 1e-10) it certifies after one sweep, which fails if the
+/// halves' numbering of bodies or contacts is mixed up anywhere.
+#[test]
+fn big_islands_are_swept_in_halves_with_the_same_answer_on_one_thread_or_two() {
+    let mut rng = ChaCha8Rng::seed_from_u64(21);
+    let (bodies, contacts) = grid_island(&mut rng, 24, 30);
+    assert!(contacts.len() >= nlgs::HALVES_MIN_CONTACTS, "{} contacts", contacts.len());
+    let base = assemble(&bodies, &contacts, G * DT);
+    let fr = vec![ContactFriction { mu: 0.0, credit: 0.0 }; contacts.len()];
+    let cq = friction::assemble_cones(&base, &bodies, &contacts, &fr);
+    let cold = vec![ContactImpulse::default(); contacts.len()];
+    let solve = |threads: usize, initial: &[ContactImpulse], tolerance: f64| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a pool");
+        pool.install(|| {
+            nlgs::solve(&cq, &bodies, &contacts, initial, tolerance, 64, nlgs::Finish::GiveUp)
+        })
+    };
+    for tolerance in [1e-1, 5e-2] {
+        let one = solve(1, &cold, tolerance);
+        let two = solve(2, &cold, tolerance);
+        eprintln!(
+            "tolerance {tolerance}: {} sweeps, solved {}, certificate {:.2e}",
+            one.sweeps,
+            one.solution.solved,
+            one.solution.certificate.worst()
+        );
+        assert!(one.sweeps > 1, "tolerance {tolerance}: the halves swept only once");
+        assert_eq!(one, two, "tolerance {tolerance}: one thread against two");
+        let s = &one.solution;
+        assert_eq!(certify(&cq.qp, &cq.cones, &s.x, &s.z), s.certificate);
+    }
+    let accurate = admm::solve(&cq, &bodies, &contacts, &cold, admm::Settings::new(1e-10, 20_000));
+    assert!(accurate.solution.solved, "ADMM: {:?}", accurate.solution.certificate);
+    let again = solve(2, &accurate.solution.impulses, 1e-7);
+    assert!(again.solution.solved && again.sweeps == 1, "{} sweeps", again.sweeps);
+    let dx = relative_x_error(&again.solution.x, &accurate.solution.x);
+    assert!(dx < 1e-6, "x moved by {dx:e} from the accurate answer");
+}
+
 /// A block wedged between two planes that each penetrate it 2 cm, falling into the wedge:
 /// the jump is feasible by construction (no retry, status Solved), the position correction
 /// removes the penetration over a few steps without touching velocities (kinetic energy
