@@ -26,8 +26,9 @@ use crate::solver::certificate::{Certificate, certify};
 use crate::solver::clarabel::{QpOutcome, QpStatus, SolverUsed, solve_clarabel};
 use crate::solver::dense::solve_dense;
 use crate::solver::friction::{self, ConeQp, ContactFriction, FrictionConfig};
-use crate::solver::islands::{Island, islands};
+use crate::solver::islands::{Halves, Island, islands};
 use crate::solver::nlgs;
+use crate::solver::pair::{Pair, both};
 use crate::solver::warm::{ContactKey, WarmStart, solve_warm};
 use clarabel::solver::SupportedConeT;
 use nalgebra::{Matrix3, UnitQuaternion, Vector3};
@@ -622,8 +623,12 @@ pub fn step_with_friction(
                         .zip(&cx)
                         .map(|(g, v)| params.beta * (-(g + dt * v) - slop))
                         .collect();
-                    let order = correction_order(keys, |k| jc[k].point);
-                    position_correction(bodies, jc, &target, &order, iterations, tolerance)
+                    if tolerance == 0.0 && jc.len() >= nlgs::HALVES_MIN_CONTACTS {
+                        position_correction_in_halves(bodies, jc, &target, keys, iterations)
+                    } else {
+                        let order = correction_order(keys, |k| jc[k].point);
+                        position_correction(bodies, jc, &target, &order, iterations, tolerance)
+                    }
                 }
                 Correction::Velocity | Correction::AfterMotion { .. } => Vec::new(),
             };
@@ -699,7 +704,7 @@ pub fn step_with_friction(
     let mut used_dense = false;
     let mut used_nlgs = false;
     let mut used_admm = false;
-    let mut next_warm = WarmStart::default();
+    let mut next_warm = WarmStart::with_capacity(contacts.len());
     let mut corrections: Vec<Option<(Vector3<f64>, Vector3<f64>)>> = vec![None; blocks.len()];
     for (k, (res, AssembledIsland { island, qp, .. })) in results.iter().zip(assembled).enumerate()
     {
@@ -813,10 +818,7 @@ pub fn step_with_friction(
 /// The order in which the position correction sweeps contacts: by the identity of their
 /// pair (a block–block pair is the same whichever block the detection made i), then by
 /// point, so that the correction does not depend on the order of the blocks.
-pub(crate) fn correction_order(
-    keys: &[ContactKey],
-    point: impl Fn(usize) -> Vector3<f64>,
-) -> Vec<usize> {
+pub fn correction_order(keys: &[ContactKey], point: impl Fn(usize) -> Vector3<f64>) -> Vec<usize> {
     let pair = |k: &ContactKey| match k.other {
         (0, o) => (0u8, (k.id as u64).min(o), (k.id as u64).max(o)),
         (kind, o) => (kind, k.id as u64, o),
@@ -873,28 +875,7 @@ pub fn position_correction(
     if !target.iter().any(|t| *t > 0.0) {
         return dq;
     }
-    let inv_i: Vec<Matrix3<f64>> =
-        bodies.iter().map(|b| b.inertia.try_inverse().unwrap_or_else(Matrix3::zeros)).collect();
-    // Per contact and side: (body, linear row, angular row, M⁻¹ linear, M⁻¹ angular); a
-    // contact's sides are the first one or two of its pair.
-    type Side = (usize, Vector3<f64>, Vector3<f64>, Vector3<f64>, Vector3<f64>);
-    let side = |c: &JumpContact, b: usize, sign: f64| -> Side {
-        let lin = c.normal * sign;
-        let ang = (c.point - bodies[b].pos).cross(&c.normal) * sign;
-        (b, lin, ang, lin / bodies[b].mass, inv_i[b] * ang)
-    };
-    let rows: Vec<([Side; 2], usize, f64)> = contacts
-        .iter()
-        .map(|c| {
-            let first = side(c, c.i, 1.0);
-            let (pair, n) = match c.j {
-                Some(j) => ([first, side(c, j, -1.0)], 2),
-                None => ([first, first], 1),
-            };
-            let w: f64 = pair[..n].iter().map(|s| s.1.dot(&s.3) + s.2.dot(&s.4)).sum();
-            (pair, n, w)
-        })
-        .collect();
+    let rows = correction_rows(bodies, contacts, 0..contacts.len(), |b| b);
     let mut lambda = vec![0.0; contacts.len()];
     // With a tolerance, updates at or below it are not applied, and a contact is solved
     // again only when one of its blocks has moved since it was last solved (an update
@@ -906,20 +887,16 @@ pub fn position_correction(
     for _ in 0..iterations {
         let mut applied = false;
         for &k in order {
-            let (pair, n, w) = &rows[k];
-            let sides = &pair[..*n];
-            if *w <= 0.0 || converging && sides.iter().all(|s| moved_at[s.0] <= solved_at[k]) {
+            let row = &rows[k];
+            let sides = &row.sides[..row.count];
+            if row.w <= 0.0 || converging && sides.iter().all(|s| moved_at[s.0] <= solved_at[k]) {
                 continue;
             }
-            let cq: f64 = sides.iter().map(|s| s.1.dot(&dq[s.0].0) + s.2.dot(&dq[s.0].1)).sum();
-            let new = (lambda[k] + (target[k] - cq) / w).max(0.0);
+            let new = row.update(&dq, 0, lambda[k], target[k]);
             let d = new - lambda[k];
-            if if converging { (d * w).abs() > tolerance } else { d != 0.0 } {
+            if if converging { (d * row.w).abs() > tolerance } else { d != 0.0 } {
                 lambda[k] = new;
-                for s in sides {
-                    dq[s.0].0 += s.3 * d;
-                    dq[s.0].1 += s.4 * d;
-                }
+                row.apply(&mut dq, 0, d);
                 applied = true;
                 if converging {
                     count += 1;
@@ -935,4 +912,140 @@ pub fn position_correction(
         }
     }
     dq
+}
+
+/// One side of a contact in the position correction: (body, linear row, angular row,
+/// M⁻¹ linear, M⁻¹ angular).
+type CorrectionSide = (usize, Vector3<f64>, Vector3<f64>, Vector3<f64>, Vector3<f64>);
+
+/// A contact of the position correction: its sides (the first `count` of them) and
+/// w = cᵀM⁻¹c.
+struct CorrectionRow {
+    sides: [CorrectionSide; 2],
+    count: usize,
+    w: f64,
+}
+
+impl CorrectionRow {
+    /// The contact's multiplier after its projected Gauss–Seidel update from `lambda`, at
+    /// the displacements `dq` (of the bodies from number `first` on).
+    fn update(
+        &self,
+        dq: &[(Vector3<f64>, Vector3<f64>)],
+        first: usize,
+        lambda: f64,
+        target: f64,
+    ) -> f64 {
+        let sides = &self.sides[..self.count];
+        let cq: f64 =
+            sides.iter().map(|s| s.1.dot(&dq[s.0 - first].0) + s.2.dot(&dq[s.0 - first].1)).sum();
+        (lambda + (target - cq) / self.w).max(0.0)
+    }
+
+    /// dq += M⁻¹ c d.
+    fn apply(&self, dq: &mut [(Vector3<f64>, Vector3<f64>)], first: usize, d: f64) {
+        for s in &self.sides[..self.count] {
+            dq[s.0 - first].0 += s.3 * d;
+            dq[s.0 - first].1 += s.4 * d;
+        }
+    }
+}
+
+/// The position correction's rows of `contacts` taken in `which` order, their bodies
+/// numbered by `number`.
+fn correction_rows(
+    bodies: &[JumpBody],
+    contacts: &[JumpContact],
+    which: impl Iterator<Item = usize>,
+    number: impl Fn(usize) -> usize,
+) -> Vec<CorrectionRow> {
+    let inv_i: Vec<Matrix3<f64>> =
+        bodies.iter().map(|b| b.inertia.try_inverse().unwrap_or_else(Matrix3::zeros)).collect();
+    let side = |c: &JumpContact, b: usize, sign: f64| -> CorrectionSide {
+        let lin = c.normal * sign;
+        let ang = (c.point - bodies[b].pos).cross(&c.normal) * sign;
+        (number(b), lin, ang, lin / bodies[b].mass, inv_i[b] * ang)
+    };
+    which
+        .map(|k| {
+            let c = &contacts[k];
+            let first = side(c, c.i, 1.0);
+            let (sides, count) = match c.j {
+                Some(j) => ([first, side(c, j, -1.0)], 2),
+                None => ([first, first], 1),
+            };
+            let w: f64 = sides[..count].iter().map(|s| s.1.dot(&s.3) + s.2.dot(&s.4)).sum();
+            CorrectionRow { sides, count, w }
+        })
+        .collect()
+}
+
+/// [`position_correction`] without a tolerance (every update applied, `iterations` sweeps)
+/// on a big island, swept in two halves ([`Halves`]): in each sweep the contacts of each
+/// half (on two threads when a rayon worker is idle), then those across the cut, each
+/// group in [`correction_order`]. The answer is the same on one thread or two; it differs
+/// from [`position_correction`]'s only by the order of the sweep.
+pub fn position_correction_in_halves(
+    bodies: &[JumpBody],
+    contacts: &[JumpContact],
+    target: &[f64],
+    keys: &[ContactKey],
+    iterations: u32,
+) -> Vec<(Vector3<f64>, Vector3<f64>)> {
+    let mut out = vec![(Vector3::zeros(), Vector3::zeros()); bodies.len()];
+    if !target.iter().any(|t| *t > 0.0) {
+        return out;
+    }
+    let h = Halves::of(bodies, contacts);
+    let [e0, e1] = h.ends;
+    // Each group in the correction order (that of its contacts within the island's).
+    let groups = [&h.contacts[..e0], &h.contacts[e0..e1], &h.contacts[e1..]];
+    let order: Vec<usize> = groups
+        .iter()
+        .flat_map(|g| {
+            let sub: Vec<ContactKey> = g.iter().map(|&k| keys[k]).collect();
+            correction_order(&sub, |t| contacts[g[t]].point).into_iter().map(|t| g[t])
+        })
+        .collect();
+    let rows = correction_rows(bodies, contacts, order.iter().copied(), |b| h.number[b]);
+    let target: Vec<f64> = order.iter().map(|&k| target[k]).collect();
+    let mut lambda = vec![0.0; rows.len()];
+    let mut dq = vec![(Vector3::zeros(), Vector3::zeros()); bodies.len()];
+    let sweep = |rows: &[CorrectionRow],
+                 target: &[f64],
+                 lambda: &mut [f64],
+                 dq: &mut [(Vector3<f64>, Vector3<f64>)],
+                 first: usize| {
+        for ((row, &t), l) in rows.iter().zip(target).zip(lambda.iter_mut()) {
+            if row.w <= 0.0 {
+                continue;
+            }
+            let new = row.update(dq, first, *l, t);
+            let d = new - *l;
+            if d != 0.0 {
+                *l = new;
+                row.apply(dq, first, d);
+            }
+        }
+    };
+    Pair::solve(|pair| {
+        for _ in 0..iterations {
+            {
+                let (l0, l1) = lambda[..e1].split_at_mut(e0);
+                let (d0, d1) = dq.split_at_mut(h.first_bodies);
+                let parts = [
+                    (&rows[..e0], &target[..e0], l0, d0, 0),
+                    (&rows[e0..e1], &target[e0..e1], l1, d1, h.first_bodies),
+                ];
+                both(pair, parts, |(rows, target, l, dq, first)| {
+                    sweep(rows, target, l, dq, *first)
+                });
+            }
+            sweep(&rows[e1..], &target[e1..], &mut lambda[e1..], &mut dq, 0);
+        }
+    });
+    for (new, &b) in h.bodies.iter().enumerate() {
+        out[b] = dq[new];
+    }
+    out
 }

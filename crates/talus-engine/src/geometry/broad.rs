@@ -132,7 +132,7 @@ impl BroadCache {
     pub fn candidate_pairs(&mut self, blocks: &[Block], margin: f64) -> Vec<(usize, usize)> {
         let aabbs = live_aabbs(blocks, margin);
         let holds = self.grown.len() == aabbs.len()
-            && aabbs.iter().zip(&self.grown).all(|(a, g)| match (a, g) {
+            && aabbs.par_iter().zip(&self.grown).with_min_len(CHUNK).all(|(a, g)| match (a, g) {
                 (None, _) => true,
                 (Some(a), Some(g)) => g.contains(a),
                 (Some(_), None) => false,
@@ -145,8 +145,10 @@ impl BroadCache {
             self.pairs = pairs_from_aabbs(&self.grown);
             self.builds += 1;
         }
+        // In parallel, in the list's order.
         self.pairs
-            .iter()
+            .par_iter()
+            .with_min_len(8 * CHUNK)
             .copied()
             .filter(|&(i, j)| match (&aabbs[i], &aabbs[j]) {
                 (Some(a), Some(b)) => a.overlaps(b),

@@ -15,6 +15,7 @@ use crate::counting_sort::by_key;
 use crate::solver::wide::wide_fn;
 use clarabel::algebra::CscMatrix;
 use nalgebra::{Matrix3, SMatrix, SVector, Vector3};
+use rayon::prelude::*;
 use std::sync::{Arc, OnceLock};
 
 /// The state of one body at the instant of the jump.
@@ -790,15 +791,6 @@ impl BlockUpper {
         y
     }
 
-    fn slot(&self, ba: usize, bb: usize) -> usize {
-        if ba == bb {
-            return ba;
-        }
-        let s = &self.offdiag[self.first[bb]..self.first[bb + 1]];
-        let k = s.binary_search_by_key(&ba, |e| e.0).expect("block of a contact");
-        self.first.len() - 1 + self.first[bb] + k
-    }
-
     /// Adds `v` to entry (a, b) of block (ba, bb); upper triangle only, zeros skipped.
     fn add(&mut self, slot: usize, diagonal: bool, a: usize, b: usize, v: f64) {
         if (diagonal && a > b) || v == 0.0 {
@@ -814,24 +806,65 @@ impl BlockUpper {
         }
     }
 
-    /// [`BlockUpper::add`] of every entry of `block` (its upper triangle on a diagonal
-    /// block), without a branch per entry and with the same bits: an entry starts at +0 and
-    /// only nonzero values are added to it, so it is never −0, and adding a zero (±0) to it
-    /// leaves it unchanged, as skipping the zero does.
-    fn add_block(&mut self, slot: usize, diagonal: bool, block: &SMatrix<f64, 6, 6>) {
-        let keep = if diagonal { UPPER_TRIANGLE } else { u64::MAX };
-        let vals = &mut self.vals[slot];
-        let mut set = 0u64;
-        for a in 0..6 {
-            for b in 0..6 {
-                let v = block[(a, b)];
-                vals[6 * a + b] += v;
-                set |= ((v != 0.0) as u64) << (6 * a + b);
+    /// The κ terms of `contacts` (their sides as [`contact_sides`] gives them), κ_N c cᵀ +
+    /// κ_T Rᵀ P R block by block (upper triangle only), added contact after contact. With
+    /// `two`, on two threads: one adds to the blocks whose column body is in the first half
+    /// of the bodies, the other to the rest, so that each block still gets its terms in
+    /// contact order: the same bits.
+    fn add_contacts(&mut self, contacts: &[JumpContact], sides: &[ContactSides], two: bool) {
+        let nb = self.n_bodies();
+        let half = if two { nb / 2 } else { nb };
+        let (offdiag, first) = (&self.offdiag, &self.first);
+        let (diag, off) = self.vals.split_at_mut(nb);
+        let (diag_mask, off_mask) = self.mask.split_at_mut(nb);
+        let (d0, d1) = diag.split_at_mut(half);
+        let (dm0, dm1) = diag_mask.split_at_mut(half);
+        let (o0, o1) = off.split_at_mut(first[half]);
+        let (om0, om1) = off_mask.split_at_mut(first[half]);
+        // The bodies `lo..hi`'s blocks: their diagonal ones, and those off the diagonal in
+        // their columns.
+        let part = |lo: usize,
+                    hi: usize,
+                    diag: &mut [[f64; 36]],
+                    diag_mask: &mut [u64],
+                    off: &mut [[f64; 36]],
+                    off_mask: &mut [u64]| {
+            let off_first = first[lo];
+            for (ct, cs) in contacts.iter().zip(sides) {
+                let sides = &cs.sides[..cs.count];
+                if !sides.iter().any(|s| (lo..hi).contains(&s.0)) {
+                    continue;
+                }
+                let pt = Matrix3::identity() - ct.normal * ct.normal.transpose();
+                for (ba, ca, ra) in sides {
+                    for (bb, cb, rb) in sides {
+                        if ba > bb || !(lo..hi).contains(bb) {
+                            continue;
+                        }
+                        let mut block: SMatrix<f64, 6, 6> = ca * cb.transpose() * ct.kappa_n;
+                        // Without κ_T the tangential term is zeros, which adding skips anyway.
+                        if ct.kappa_t != 0.0 {
+                            block += ra.transpose() * pt * rb * ct.kappa_t;
+                        }
+                        if ba == bb {
+                            add_block(&mut diag[ba - lo], &mut diag_mask[ba - lo], true, &block);
+                        } else {
+                            let column = &offdiag[first[*bb]..first[*bb + 1]];
+                            let k = column
+                                .binary_search_by_key(ba, |e| e.0)
+                                .expect("block of a contact");
+                            let at = first[*bb] + k - off_first;
+                            add_block(&mut off[at], &mut off_mask[at], false, &block);
+                        }
+                    }
+                }
             }
+        };
+        if two {
+            rayon::join(|| part(0, half, d0, dm0, o0, om0), || part(half, nb, d1, dm1, o1, om1));
+        } else {
+            part(0, nb, d0, dm0, o0, om0);
         }
-        // Below a diagonal block's diagonal the entries are never read (their bits stay
-        // clear): `into_csc` reads the entries whose bit is set.
-        self.mask[slot] |= set & keep;
     }
 
     /// Number of bodies.
@@ -893,6 +926,66 @@ impl BlockUpper {
     }
 }
 
+/// Adds every entry of `block` (its upper triangle on a diagonal block) to a block's
+/// values, setting the mask's bit of each nonzero: [`BlockUpper::add`] entry by entry,
+/// without a branch per entry and with the same bits (an entry starts at +0 and only
+/// nonzero values are added to it, so it is never −0, and adding a zero (±0) to it leaves
+/// it unchanged, as skipping the zero does).
+fn add_block(vals: &mut [f64; 36], mask: &mut u64, diagonal: bool, block: &SMatrix<f64, 6, 6>) {
+    let keep = if diagonal { UPPER_TRIANGLE } else { u64::MAX };
+    let mut set = 0u64;
+    for a in 0..6 {
+        for b in 0..6 {
+            let v = block[(a, b)];
+            vals[6 * a + b] += v;
+            set |= ((v != 0.0) as u64) << (6 * a + b);
+        }
+    }
+    // Below a diagonal block's diagonal the entries are never read (their bits stay
+    // clear): `into_csc` reads the entries whose bit is set.
+    *mask |= set & keep;
+}
+
+/// Islands with at least this many contacts are assembled on two threads (the same bits).
+const PARALLEL_MIN_CONTACTS: usize = 1024;
+
+/// A contact's sides (body, c-row, R: the velocity of the material point), i's and then
+/// j's (`count` of them), and its right-hand side r.
+struct ContactSides {
+    sides: [(usize, SVector<f64, 6>, SMatrix<f64, 3, 6>); 2],
+    count: usize,
+    r: f64,
+}
+
+/// [`ContactSides`] of a contact of an island of `bodies`.
+fn contact_sides(bodies: &[JumpBody], ct: &JumpContact) -> ContactSides {
+    let nrm = ct.normal;
+    let ri = ct.point - bodies[ct.i].pos;
+    let side_i = (ct.i, normal_row(&ri, &nrm), point_velocity(&ri));
+    let side_j = ct.j.map(|j| {
+        let rj = ct.point - bodies[j].pos;
+        (j, -normal_row(&rj, &nrm), -point_velocity(&rj))
+    });
+    let mut cu = 0.0;
+    for (b, row, _) in std::iter::once(&side_i).chain(side_j.as_ref()) {
+        let body = &bodies[*b];
+        let u = SVector::<f64, 6>::from_column_slice(&[
+            body.vel.x,
+            body.vel.y,
+            body.vel.z,
+            body.omega.x,
+            body.omega.y,
+            body.omega.z,
+        ]);
+        cu += row.dot(&u);
+    }
+    ContactSides {
+        sides: [side_i, side_j.unwrap_or(side_i)],
+        count: 1 + usize::from(side_j.is_some()),
+        r: 0.5 * (cu + ct.separation),
+    }
+}
+
 /// Assemble the QP of one island. `gravity_dt` is g Δt (m/s): the gravity percussion
 /// (0, 0, −m g Δt) is added to p ONCE per body. H is kept in its 6 × 6 blocks of bodies and
 /// C in rows on two bodies, their compressed columns made on demand ([`Qp::h_upper`],
@@ -920,52 +1013,23 @@ pub fn assemble(bodies: &[JumpBody], contacts: &[JumpContact], gravity_dt: f64) 
         p[o + 2] -= body.mass * gravity_dt;
     }
 
-    // C by rows: (body, c-row) of each side of each contact.
-    let mut c_sides: Vec<(usize, SVector<f64, 6>)> = Vec::with_capacity(2 * contacts.len());
-    let mut r = Vec::with_capacity(contacts.len());
-    let proj = |nrm: &Vector3<f64>| Matrix3::identity() - nrm * nrm.transpose();
-    for ct in contacts {
-        let nrm = ct.normal;
-        let pt = proj(&nrm);
-        // (body, c-row, R) for each side.
-        let ri = ct.point - bodies[ct.i].pos;
-        let side_i = (ct.i, normal_row(&ri, &nrm), point_velocity(&ri));
-        let side_j = ct.j.map(|j| {
-            let rj = ct.point - bodies[j].pos;
-            (j, -normal_row(&rj, &nrm), -point_velocity(&rj))
-        });
-        let sides = std::iter::once(&side_i).chain(side_j.as_ref());
-        let mut cu = 0.0;
-        for (b, row, _) in sides.clone() {
-            let body = &bodies[*b];
-            let u = SVector::<f64, 6>::from_column_slice(&[
-                body.vel.x,
-                body.vel.y,
-                body.vel.z,
-                body.omega.x,
-                body.omega.y,
-                body.omega.z,
-            ]);
-            cu += row.dot(&u);
-            c_sides.push((*b, *row));
-        }
-        r.push(0.5 * (cu + ct.separation));
-        // κ_N c cᵀ + κ_T Rᵀ P R, block by block (upper triangle only).
-        for (ba, ca, ra) in sides.clone() {
-            for (bb, cb, rb) in sides.clone() {
-                if ba > bb {
-                    continue;
-                }
-                let mut block: SMatrix<f64, 6, 6> = ca * cb.transpose() * ct.kappa_n;
-                // Without κ_T the tangential term is zeros, which `add` skips anyway.
-                if ct.kappa_t != 0.0 {
-                    block += ra.transpose() * pt * rb * ct.kappa_t;
-                }
-                let slot = h.slot(*ba, *bb);
-                h.add_block(slot, ba == bb, &block);
-            }
-        }
+    // Each contact's sides and r, then the κ terms of H, on two threads for a big island.
+    let two = contacts.len() >= PARALLEL_MIN_CONTACTS && rayon::current_num_threads() > 1;
+    let mut sides: Vec<ContactSides> = Vec::with_capacity(contacts.len());
+    if two {
+        contacts
+            .par_iter()
+            .with_min_len(256)
+            .map(|ct| contact_sides(bodies, ct))
+            .collect_into_vec(&mut sides);
+    } else {
+        sides.extend(contacts.iter().map(|ct| contact_sides(bodies, ct)));
     }
+    h.add_contacts(contacts, &sides, two);
+    let r: Vec<f64> = sides.iter().map(|s| s.r).collect();
+    // C by rows: (body, c-row) of each side of each contact.
+    let c_sides: Vec<(usize, SVector<f64, 6>)> =
+        sides.iter().flat_map(|s| s.sides[..s.count].iter().map(|&(b, row, _)| (b, row))).collect();
     // C by rows on two bodies, its compressed columns made on demand, unless a contact has
     // the same body on both sides (its two sides' entries would share columns).
     if bodies.len() < NO_BODY as usize && contacts.iter().all(|c| c.j != Some(c.i)) {
@@ -1142,6 +1206,55 @@ mod tests {
             && a.colptr == b.colptr
             && a.rowval == b.rowval
             && a.nzval.iter().map(|v| v.to_bits()).eq(b.nzval.iter().map(|v| v.to_bits()))
+    }
+
+    /// An island of 400 bodies and 1600 contacts (over `PARALLEL_MIN_CONTACTS`, random
+    /// block–block and static ones, runs on one pair) is assembled on two threads with the
+    /// bits of the triplet assembly and of one thread.
+    #[test]
+    fn a_big_island_assembled_on_two_threads_has_the_same_bits() {
+        let mut rnd = crate::solver::testing::uniform(77);
+        let nb = 400;
+        let bodies: Vec<JumpBody> = (0..nb)
+            .map(|k| {
+                let a = Matrix3::from_fn(|_, _| rnd());
+                JumpBody {
+                    mass: 1.5 + rnd(),
+                    inertia: a * a.transpose() + Matrix3::identity(),
+                    pos: Vector3::new(k as f64, rnd(), rnd()),
+                    vel: Vector3::new(rnd(), rnd(), rnd()),
+                    omega: Vector3::new(rnd(), rnd(), rnd()),
+                }
+            })
+            .collect();
+        let contacts: Vec<JumpContact> = (0..1600)
+            .map(|k| {
+                let i = (k / 4 + (k % 4) * 97) % nb;
+                let near = ((rnd() + 0.5) * 20.0) as usize;
+                let j = (k % 5 != 0).then_some((i + 1 + near) % nb);
+                JumpContact {
+                    i,
+                    j,
+                    point: bodies[i].pos + Vector3::new(rnd(), rnd(), rnd()),
+                    normal: Vector3::new(rnd(), rnd(), rnd() + 1.0).normalize(),
+                    kappa_n: 1.0 + rnd(),
+                    kappa_t: if k % 3 == 0 { 0.0 } else { rnd() + 0.5 },
+                    separation: 0.0,
+                }
+            })
+            .collect();
+        assert!(contacts.len() >= PARALLEL_MIN_CONTACTS);
+        let on = |threads: usize| {
+            let pool =
+                rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a pool");
+            pool.install(|| assemble(&bodies, &contacts, 0.01))
+        };
+        let (one, two) = (on(1), on(2));
+        let (h, c) = assemble_triplets(&bodies, &contacts);
+        assert!(same_bits(two.h_upper(), &h), "H differs from the triplets'");
+        assert!(same_bits(two.h_upper(), one.h_upper()), "H differs from one thread's");
+        assert!(same_bits(two.c(), &c) && same_bits(two.c(), one.c()), "C differs");
+        assert!(bits_eq(&two.r, &one.r) && bits_eq(&two.p, &one.p), "r or p differs");
     }
 
     /// Islands of up to 7 bodies with random block–block and static contacts (some with

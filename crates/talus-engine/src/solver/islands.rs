@@ -4,6 +4,7 @@
 //! closed-form jump u⁺ = u⁻ − g Δt e_z, ω⁺ = ω⁻.
 
 use crate::geometry::contact::{Contact, Other};
+use crate::solver::assembly::{JumpBody, JumpContact};
 
 /// One island: its bodies and contacts, both in ascending index order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,6 +59,66 @@ pub fn islands(n_bodies: usize, contacts: &[Contact]) -> Vec<Island> {
         out[slot[root]].contacts.push(k);
     }
     out
+}
+
+/// An island's bodies cut in two by a plane, and its contacts grouped for sweeps in two
+/// halves: first the contacts on bodies of the first half only, then those on the second
+/// half only, then those across the cut. The first two groups touch disjoint bodies, so
+/// their sweeps commute, whether by the contact-space solver ([`crate::solver::nlgs`]) or
+/// by the position correction ([`crate::step::position_correction_in_halves`]). Done one
+/// after the other or on two threads at once, each body sees the same updates in the same
+/// order, so the answer is the same, bit for bit. The cut is vertical, across the wider
+/// horizontal extent of the bodies' centres, at their median, so that few contacts cross
+/// it.
+pub(crate) struct Halves {
+    /// The bodies renumbered: the first half's, ascending, then the second's.
+    pub(crate) bodies: Vec<usize>,
+    /// The new number of each body.
+    pub(crate) number: Vec<usize>,
+    /// Bodies in the first half.
+    pub(crate) first_bodies: usize,
+    /// The contacts in sweep order (first half, second half, across), each group ascending.
+    pub(crate) contacts: Vec<usize>,
+    /// Contacts in the first group, and in the first two.
+    pub(crate) ends: [usize; 2],
+}
+
+impl Halves {
+    pub(crate) fn of(bodies: &[JumpBody], contacts: &[JumpContact]) -> Self {
+        let n = bodies.len();
+        let extent = |a: usize| {
+            let (lo, hi) = bodies.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), b| {
+                (lo.min(b.pos[a]), hi.max(b.pos[a]))
+            });
+            hi - lo
+        };
+        let axis = if extent(1) > extent(0) { 1 } else { 0 };
+        let mut coords: Vec<f64> = bodies.iter().map(|b| b.pos[axis]).collect();
+        let median =
+            if n == 0 { 0.0 } else { *coords.select_nth_unstable_by(n / 2, f64::total_cmp).1 };
+        let second: Vec<bool> = bodies.iter().map(|b| b.pos[axis] >= median).collect();
+        let order: Vec<usize> =
+            (0..n).filter(|&b| !second[b]).chain((0..n).filter(|&b| second[b])).collect();
+        let mut number = vec![0; n];
+        for (new, &old) in order.iter().enumerate() {
+            number[old] = new;
+        }
+        let group = |c: &JumpContact| match c.j {
+            Some(j) if second[j] != second[c.i] => 2,
+            _ => usize::from(second[c.i]),
+        };
+        let in_group = |g: usize| (0..contacts.len()).filter(move |&k| group(&contacts[k]) == g);
+        let sorted: Vec<usize> = in_group(0).chain(in_group(1)).chain(in_group(2)).collect();
+        let e0 = in_group(0).count();
+        let ends = [e0, e0 + in_group(1).count()];
+        Halves {
+            first_bodies: order.iter().filter(|&&b| !second[b]).count(),
+            bodies: order,
+            number,
+            contacts: sorted,
+            ends,
+        }
+    }
 }
 
 #[cfg(test)]

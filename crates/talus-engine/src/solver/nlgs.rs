@@ -47,11 +47,11 @@
 use crate::solver::assembly::{JumpBody, JumpContact};
 use crate::solver::certificate::{Certificate, Certifier, certify};
 use crate::solver::friction::ConeQp;
-use crate::solver::pair::Pair;
+use crate::solver::islands::Halves;
+use crate::solver::pair::{Pair, both};
 use nalgebra::{Matrix3, SMatrix, Vector3};
 use rayon::prelude::*;
 use std::borrow::Cow;
-use std::sync::Mutex;
 
 type M63 = SMatrix<f64, 6, 3>;
 
@@ -492,64 +492,6 @@ pub const GIVE_UP: f64 = 16.0;
 /// in two halves ([`Halves`]), on two threads when a rayon worker is idle.
 pub const HALVES_MIN_CONTACTS: usize = 1024;
 
-/// An island's bodies cut in two by a plane, and its contacts ordered for sweeps in two
-/// halves: first the contacts on bodies of the first half only, then those on the second
-/// half only, then those across the cut. The first two groups touch disjoint bodies, so
-/// their sweeps commute: done one after the other or on two threads at once, each body's
-/// velocity sees the same updates in the same order, and the answer is the same, bit for
-/// bit. The cut is vertical, across the wider horizontal extent of the bodies' centres, at
-/// their median, so that few contacts cross it.
-struct Halves {
-    /// The bodies renumbered: the first half's, ascending, then the second's.
-    bodies: Vec<usize>,
-    /// The new number of each body.
-    number: Vec<usize>,
-    /// Bodies in the first half.
-    first_bodies: usize,
-    /// The contacts in sweep order (first half, second half, across), each group ascending.
-    contacts: Vec<usize>,
-    /// Contacts in the first group, and in the first two.
-    ends: [usize; 2],
-}
-
-impl Halves {
-    fn of(bodies: &[JumpBody], contacts: &[JumpContact]) -> Self {
-        let n = bodies.len();
-        let extent = |a: usize| {
-            let (lo, hi) = bodies.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), b| {
-                (lo.min(b.pos[a]), hi.max(b.pos[a]))
-            });
-            hi - lo
-        };
-        let axis = if extent(1) > extent(0) { 1 } else { 0 };
-        let mut coords: Vec<f64> = bodies.iter().map(|b| b.pos[axis]).collect();
-        let median =
-            if n == 0 { 0.0 } else { *coords.select_nth_unstable_by(n / 2, f64::total_cmp).1 };
-        let second: Vec<bool> = bodies.iter().map(|b| b.pos[axis] >= median).collect();
-        let order: Vec<usize> =
-            (0..n).filter(|&b| !second[b]).chain((0..n).filter(|&b| second[b])).collect();
-        let mut number = vec![0; n];
-        for (new, &old) in order.iter().enumerate() {
-            number[old] = new;
-        }
-        let group = |c: &JumpContact| match c.j {
-            Some(j) if second[j] != second[c.i] => 2,
-            _ => usize::from(second[c.i]),
-        };
-        let in_group = |g: usize| (0..contacts.len()).filter(move |&k| group(&contacts[k]) == g);
-        let sorted: Vec<usize> = in_group(0).chain(in_group(1)).chain(in_group(2)).collect();
-        let e0 = in_group(0).count();
-        let ends = [e0, e0 + in_group(1).count()];
-        Halves {
-            first_bodies: order.iter().filter(|&&b| !second[b]).count(),
-            bodies: order,
-            number,
-            contacts: sorted,
-            ends,
-        }
-    }
-}
-
 /// Solve the conic program `cq` of an island (assembled by [`crate::solver::friction::assemble_cones`]
 /// from `bodies`, `contacts`) by non-linear Gauss–Seidel, started from `initial` (one per
 /// contact), until the certificate holds to `tolerance`, `max_sweeps` sweeps are done, or
@@ -934,19 +876,6 @@ impl Sweeps<'_> {
         }
         let x = self.given(&x).into_owned();
         (x, lambda, z, certificate, solved, sweeps, polishes)
-    }
-}
-
-/// `f` on each of two parts, one after the other, or at once on `pair`.
-fn both<S: Send>(pair: Option<&Pair>, parts: [S; 2], f: impl Fn(&mut S) + Sync) {
-    let parts = parts.map(Mutex::new);
-    let half = |k: usize| f(&mut parts[k].lock().expect("a half's buffers"));
-    match pair {
-        Some(pair) => pair.run(&half),
-        None => {
-            half(0);
-            half(1);
-        }
     }
 }
 

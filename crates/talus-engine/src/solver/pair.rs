@@ -165,6 +165,19 @@ impl Pair {
     }
 }
 
+/// `f` on each of two parts, one after the other, or at once on `pair`.
+pub(crate) fn both<S: Send>(pair: Option<&Pair>, parts: [S; 2], f: impl Fn(&mut S) + Sync) {
+    let parts = parts.map(Mutex::new);
+    let half = |k: usize| f(&mut parts[k].lock().expect("a half's buffers"));
+    match pair {
+        Some(pair) => pair.run(&half),
+        None => {
+            half(0);
+            half(1);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -534,6 +534,63 @@ fn big_islands_are_swept_in_halves_with_the_same_answer_on_one_thread_or_two() {
     assert!(dx < 1e-6, "x moved by {dx:e} from the accurate answer");
 }
 
+/// The position correction of a big island swept in two halves
+/// (`step::position_correction_in_halves`): the same bits on one thread and on two, and,
+/// swept to convergence, the displacements of the sweep in one piece
+/// (`step::position_correction`: the mass-weighted smallest displacement is unique), which
+/// fails if the halves' numbering of bodies or contacts is mixed up.
+#[test]
+fn the_position_correction_in_halves_agrees_with_the_whole_sweep() {
+    use talus_engine::solver::warm::ContactKey;
+    use talus_engine::step::{
+        correction_order, position_correction, position_correction_in_halves,
+    };
+    let mut rng = ChaCha8Rng::seed_from_u64(22);
+    let (bodies, contacts) = grid_island(&mut rng, 24, 30);
+    assert!(contacts.len() >= nlgs::HALVES_MIN_CONTACTS);
+    // A third of the ground contacts and a tenth of the others penetrate by up to 2 cm
+    // (pushing neighbours apart couples the bodies); the other gaps are open.
+    let target: Vec<f64> = contacts
+        .iter()
+        .map(|c| {
+            if rng.random_bool(if c.j.is_none() { 0.3 } else { 0.1 }) {
+                rng.random_range(0.0..0.02)
+            } else {
+                -rng.random_range(0.0..0.01)
+            }
+        })
+        .collect();
+    let keys: Vec<ContactKey> = contacts
+        .iter()
+        .map(|c| ContactKey {
+            id: c.i as u32,
+            other: c.j.map_or((2, 0), |j| (0, j as u64)),
+            cell: [0; 3],
+        })
+        .collect();
+    let halves = |threads: usize, iterations: u32| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a pool");
+        pool.install(|| {
+            position_correction_in_halves(&bodies, &contacts, &target, &keys, iterations)
+        })
+    };
+    let bits = |dq: &[(Vector3<f64>, Vector3<f64>)]| -> Vec<u64> {
+        dq.iter().flat_map(|(p, t)| p.iter().chain(t.iter()).map(|v| v.to_bits())).collect()
+    };
+    assert_eq!(bits(&halves(1, 20)), bits(&halves(2, 20)), "one thread against two");
+    let order = correction_order(&keys, |k| contacts[k].point);
+    let whole = position_correction(&bodies, &contacts, &target, &order, 3000, 0.0);
+    let split = halves(2, 3000);
+    let largest = whole.iter().fold(0.0f64, |m, (p, t)| m.max(p.amax()).max(t.amax()));
+    let diff = whole
+        .iter()
+        .zip(&split)
+        .fold(0.0f64, |m, (a, b)| m.max((a.0 - b.0).amax()).max((a.1 - b.1).amax()));
+    eprintln!("largest displacement {largest:.3e} m, largest difference {diff:.3e}");
+    assert!(largest > 1e-3, "nothing moved");
+    assert!(diff <= 1e-9 * largest, "the halves differ by {diff:e} (largest {largest:e})");
+}
+
 /// A block wedged between two planes that each penetrate it 2 cm, falling into the wedge:
 /// the jump is feasible by construction (no retry, status Solved), the position correction
 /// removes the penetration over a few steps without touching velocities (kinetic energy
