@@ -26,7 +26,7 @@ use crate::solver::certificate::{Certificate, certify};
 use crate::solver::clarabel::{QpOutcome, QpStatus, SolverUsed, solve_clarabel};
 use crate::solver::dense::solve_dense;
 use crate::solver::friction::{self, ConeQp, ContactFriction, FrictionConfig};
-use crate::solver::islands::{Halves, Island, islands};
+use crate::solver::islands::{BIG_ISLAND_CONTACTS, Halves, Island, islands};
 use crate::solver::nlgs;
 use crate::solver::pair::{Pair, both};
 use crate::solver::warm::{ContactKey, WarmStart, solve_warm};
@@ -819,18 +819,37 @@ pub fn step_with_friction(
 /// pair (a block–block pair is the same whichever block the detection made i), then by
 /// point, so that the correction does not depend on the order of the blocks.
 pub fn correction_order(keys: &[ContactKey], point: impl Fn(usize) -> Vector3<f64>) -> Vec<usize> {
-    let pair = |k: &ContactKey| match k.other {
-        (0, o) => (0u8, (k.id as u64).min(o), (k.id as u64).max(o)),
-        (kind, o) => (kind, k.id as u64, o),
+    correction_order_of(keys, &point, (0..keys.len()).collect())
+}
+
+/// `which` (contact indices, ascending) in [`correction_order`]: each contact's sort key
+/// made once, (pair, point) with the point's coordinates as integers ordered as
+/// `f64::total_cmp` orders them, then its index (ties keep the ascending order, as a
+/// stable sort does); sorted on rayon's threads for a big island.
+fn correction_order_of(
+    keys: &[ContactKey],
+    point: &impl Fn(usize) -> Vector3<f64>,
+    which: Vec<usize>,
+) -> Vec<usize> {
+    let total = |v: f64| {
+        let b = v.to_bits();
+        if b >> 63 == 1 { !b } else { b | 1 << 63 }
     };
-    let mut order: Vec<usize> = (0..keys.len()).collect();
-    order.sort_by(|&a, &b| {
-        pair(&keys[a]).cmp(&pair(&keys[b])).then_with(|| {
-            let (p, q) = (point(a), point(b));
-            p.x.total_cmp(&q.x).then(p.y.total_cmp(&q.y)).then(p.z.total_cmp(&q.z))
-        })
-    });
-    order
+    let key = |k: usize| {
+        let pair = match keys[k].other {
+            (0, o) => (0u8, (keys[k].id as u64).min(o), (keys[k].id as u64).max(o)),
+            (kind, o) => (kind, keys[k].id as u64, o),
+        };
+        let p = point(k);
+        (pair, [total(p.x), total(p.y), total(p.z)], k)
+    };
+    let mut sorted: Vec<_> = which.into_iter().map(key).collect();
+    if sorted.len() >= BIG_ISLAND_CONTACTS {
+        sorted.par_sort_unstable();
+    } else {
+        sorted.sort_unstable();
+    }
+    sorted.into_iter().map(|(_, _, k)| k).collect()
 }
 
 /// Move block `b` by a position correction (translation `dp`, rotation vector `dtheta`);
@@ -1000,13 +1019,9 @@ pub fn position_correction_in_halves(
     let [e0, e1] = h.ends;
     // Each group in the correction order (that of its contacts within the island's).
     let groups = [&h.contacts[..e0], &h.contacts[e0..e1], &h.contacts[e1..]];
-    let order: Vec<usize> = groups
-        .iter()
-        .flat_map(|g| {
-            let sub: Vec<ContactKey> = g.iter().map(|&k| keys[k]).collect();
-            correction_order(&sub, |t| contacts[g[t]].point).into_iter().map(|t| g[t])
-        })
-        .collect();
+    let point = |k: usize| contacts[k].point;
+    let order: Vec<usize> =
+        groups.iter().flat_map(|g| correction_order_of(keys, &point, g.to_vec())).collect();
     let rows = correction_rows(bodies, contacts, order.iter().copied(), |b| h.number[b]);
     let target: Vec<f64> = order.iter().map(|&k| target[k]).collect();
     let mut lambda = vec![0.0; rows.len()];
@@ -1048,4 +1063,50 @@ pub fn position_correction_in_halves(
         out[b] = dq[new];
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The keyed sort of `correction_order` is the stable sort by (pair, point) with
+    /// `f64::total_cmp`: on 3000 contacts (over `BIG_ISLAND_CONTACTS`, so sorted on rayon's
+    /// threads) and on 300, with repeated pairs and points, both pair orientations, ±0,
+    /// negative coordinates and infinities.
+    #[test]
+    fn the_keyed_correction_order_is_the_stable_comparison_sort() {
+        let mut rnd = crate::solver::testing::uniform(5);
+        for n in [300, 3000] {
+            let values = [-1.5, -0.0, 0.0, 0.25, 2.0, f64::INFINITY, f64::NEG_INFINITY];
+            let mut pick = |k: usize| -> f64 {
+                let r = rnd() + 0.5;
+                if k.is_multiple_of(3) {
+                    values[(r * values.len() as f64) as usize % values.len()]
+                } else {
+                    r - 0.5
+                }
+            };
+            let keys: Vec<ContactKey> = (0..n)
+                .map(|k| ContactKey {
+                    id: (k % 17) as u32,
+                    other: [(0, (k % 5) as u64), (1, 3), (2, (k % 2) as u64)][k % 3],
+                    cell: [0; 3],
+                })
+                .collect();
+            let points: Vec<Vector3<f64>> =
+                (0..n).map(|k| Vector3::new(pick(k), pick(k + 1), pick(k))).collect();
+            let pair = |k: &ContactKey| match k.other {
+                (0, o) => (0u8, (k.id as u64).min(o), (k.id as u64).max(o)),
+                (kind, o) => (kind, k.id as u64, o),
+            };
+            let mut expected: Vec<usize> = (0..n).collect();
+            expected.sort_by(|&a, &b| {
+                pair(&keys[a]).cmp(&pair(&keys[b])).then_with(|| {
+                    let (p, q) = (points[a], points[b]);
+                    p.x.total_cmp(&q.x).then(p.y.total_cmp(&q.y)).then(p.z.total_cmp(&q.z))
+                })
+            });
+            assert_eq!(correction_order(&keys, |k| points[k]), expected, "{n} contacts");
+        }
+    }
 }

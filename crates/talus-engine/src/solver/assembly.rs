@@ -12,6 +12,7 @@
 //! is stored: H's upper triangle and C in compressed sparse columns.
 
 use crate::counting_sort::by_key;
+use crate::solver::islands::BIG_ISLAND_CONTACTS;
 use crate::solver::wide::wide_fn;
 use clarabel::algebra::CscMatrix;
 use nalgebra::{Matrix3, SMatrix, SVector, Vector3};
@@ -946,9 +947,6 @@ fn add_block(vals: &mut [f64; 36], mask: &mut u64, diagonal: bool, block: &SMatr
     *mask |= set & keep;
 }
 
-/// Islands with at least this many contacts are assembled on two threads (the same bits).
-const PARALLEL_MIN_CONTACTS: usize = 1024;
-
 /// A contact's sides (body, c-row, R: the velocity of the material point), i's and then
 /// j's (`count` of them), and its right-hand side r.
 struct ContactSides {
@@ -1014,7 +1012,7 @@ pub fn assemble(bodies: &[JumpBody], contacts: &[JumpContact], gravity_dt: f64) 
     }
 
     // Each contact's sides and r, then the κ terms of H, on two threads for a big island.
-    let two = contacts.len() >= PARALLEL_MIN_CONTACTS && rayon::current_num_threads() > 1;
+    let two = contacts.len() >= BIG_ISLAND_CONTACTS && rayon::current_num_threads() > 1;
     let mut sides: Vec<ContactSides> = Vec::with_capacity(contacts.len());
     if two {
         contacts
@@ -1208,7 +1206,7 @@ mod tests {
             && a.nzval.iter().map(|v| v.to_bits()).eq(b.nzval.iter().map(|v| v.to_bits()))
     }
 
-    /// An island of 400 bodies and 1600 contacts (over `PARALLEL_MIN_CONTACTS`, random
+    /// An island of 400 bodies and 1600 contacts (over `BIG_ISLAND_CONTACTS`, random
     /// block–block and static ones, runs on one pair) is assembled on two threads with the
     /// bits of the triplet assembly and of one thread.
     #[test]
@@ -1243,7 +1241,7 @@ mod tests {
                 }
             })
             .collect();
-        assert!(contacts.len() >= PARALLEL_MIN_CONTACTS);
+        assert!(contacts.len() >= BIG_ISLAND_CONTACTS);
         let on = |threads: usize| {
             let pool =
                 rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a pool");

@@ -61,6 +61,13 @@ pub fn islands(n_bodies: usize, contacts: &[Contact]) -> Vec<Island> {
     out
 }
 
+/// Islands with at least this many contacts are big: their assembly's blocks are split
+/// between two threads ([`crate::solver::assembly::assemble`]), their loose sweeps
+/// ([`crate::solver::nlgs`]) and their position correction without a tolerance
+/// ([`crate::step::position_correction_in_halves`]) done in two halves ([`Halves`]), and
+/// their position correction's order sorted on rayon's threads.
+pub const BIG_ISLAND_CONTACTS: usize = 1024;
+
 /// An island's bodies cut in two by a plane, and its contacts grouped for sweeps in two
 /// halves: first the contacts on bodies of the first half only, then those on the second
 /// half only, then those across the cut. The first two groups touch disjoint bodies, so

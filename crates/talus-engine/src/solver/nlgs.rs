@@ -47,7 +47,7 @@
 use crate::solver::assembly::{JumpBody, JumpContact};
 use crate::solver::certificate::{Certificate, Certifier, certify};
 use crate::solver::friction::ConeQp;
-use crate::solver::islands::Halves;
+use crate::solver::islands::{BIG_ISLAND_CONTACTS, Halves};
 use crate::solver::pair::{Pair, both};
 use nalgebra::{Matrix3, SMatrix, Vector3};
 use rayon::prelude::*;
@@ -490,7 +490,7 @@ pub const GIVE_UP: f64 = 16.0;
 
 /// Islands swept with [`Finish::GiveUp`] that have at least this many contacts are swept
 /// in two halves ([`Halves`]), on two threads when a rayon worker is idle.
-pub const HALVES_MIN_CONTACTS: usize = 1024;
+pub const HALVES_MIN_CONTACTS: usize = BIG_ISLAND_CONTACTS;
 
 /// Solve the conic program `cq` of an island (assembled by [`crate::solver::friction::assemble_cones`]
 /// from `bodies`, `contacts`) by non-linear Gauss–Seidel, started from `initial` (one per
