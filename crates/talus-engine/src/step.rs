@@ -420,6 +420,9 @@ pub fn step_with_friction(
             // Where the previous step stored each contact's values (the warm start's and
             // the slip credit's), looked up once.
             let found = keys_prev.resolve(keys);
+            // A big island's halves, made once for its sweeps and its position correction.
+            let cut = std::cell::OnceCell::new();
+            let halves = || cut.get_or_init(|| Halves::of(bodies, jc));
             // Coulomb friction: islands with a frictional contact are conic programs.
             // Each frictional contact's μ and slip credit, and its slip speed before the jump
             // (computed once: μ, the credit and the next step's growth of slip use it).
@@ -501,7 +504,10 @@ pub fn step_with_friction(
                     None
                 };
                 if let Some((budget, finish)) = sweeping {
-                    let nl = nlgs::solve(&cq, bodies, jc, &initial, tolerance, budget, finish);
+                    let give_up = finish == nlgs::Finish::GiveUp;
+                    let h = (give_up && jc.len() >= BIG_ISLAND_CONTACTS).then(halves);
+                    let nl =
+                        nlgs::solve_halved(&cq, bodies, jc, &initial, tolerance, budget, finish, h);
                     sweeps = nl.sweeps;
                     spent += nl.sweeps;
                     if nl.solution.solved {
@@ -623,8 +629,9 @@ pub fn step_with_friction(
                         .zip(&cx)
                         .map(|(g, v)| params.beta * (-(g + dt * v) - slop))
                         .collect();
-                    if tolerance == 0.0 && jc.len() >= nlgs::HALVES_MIN_CONTACTS {
-                        position_correction_in_halves(bodies, jc, &target, keys, iterations)
+                    if tolerance == 0.0 && jc.len() >= BIG_ISLAND_CONTACTS {
+                        let h = Some(halves());
+                        correction_in_halves(bodies, jc, &target, keys, iterations, h)
                     } else {
                         let order = correction_order(keys, |k| jc[k].point);
                         position_correction(bodies, jc, &target, &order, iterations, tolerance)
@@ -894,7 +901,8 @@ pub fn position_correction(
     if !target.iter().any(|t| *t > 0.0) {
         return dq;
     }
-    let rows = correction_rows(bodies, contacts, 0..contacts.len(), |b| b);
+    let all: Vec<usize> = (0..contacts.len()).collect();
+    let rows = correction_rows(bodies, contacts, &all, |b| b);
     let mut lambda = vec![0.0; contacts.len()];
     // With a tolerance, updates at or below it are not applied, and a contact is solved
     // again only when one of its blocks has moved since it was last solved (an update
@@ -975,8 +983,8 @@ impl CorrectionRow {
 fn correction_rows(
     bodies: &[JumpBody],
     contacts: &[JumpContact],
-    which: impl Iterator<Item = usize>,
-    number: impl Fn(usize) -> usize,
+    which: &[usize],
+    number: impl Fn(usize) -> usize + Sync,
 ) -> Vec<CorrectionRow> {
     let inv_i: Vec<Matrix3<f64>> =
         bodies.iter().map(|b| b.inertia.try_inverse().unwrap_or_else(Matrix3::zeros)).collect();
@@ -985,18 +993,21 @@ fn correction_rows(
         let ang = (c.point - bodies[b].pos).cross(&c.normal) * sign;
         (number(b), lin, ang, lin / bodies[b].mass, inv_i[b] * ang)
     };
-    which
-        .map(|k| {
-            let c = &contacts[k];
-            let first = side(c, c.i, 1.0);
-            let (sides, count) = match c.j {
-                Some(j) => ([first, side(c, j, -1.0)], 2),
-                None => ([first, first], 1),
-            };
-            let w: f64 = sides[..count].iter().map(|s| s.1.dot(&s.3) + s.2.dot(&s.4)).sum();
-            CorrectionRow { sides, count, w }
-        })
-        .collect()
+    let row = |k: usize| {
+        let c = &contacts[k];
+        let first = side(c, c.i, 1.0);
+        let (sides, count) = match c.j {
+            Some(j) => ([first, side(c, j, -1.0)], 2),
+            None => ([first, first], 1),
+        };
+        let w: f64 = sides[..count].iter().map(|s| s.1.dot(&s.3) + s.2.dot(&s.4)).sum();
+        CorrectionRow { sides, count, w }
+    };
+    if which.len() >= BIG_ISLAND_CONTACTS {
+        which.par_iter().with_min_len(256).map(|&k| row(k)).collect()
+    } else {
+        which.iter().map(|&k| row(k)).collect()
+    }
 }
 
 /// [`position_correction`] without a tolerance (every update applied, `iterations` sweeps)
@@ -1011,18 +1022,38 @@ pub fn position_correction_in_halves(
     keys: &[ContactKey],
     iterations: u32,
 ) -> Vec<(Vector3<f64>, Vector3<f64>)> {
+    correction_in_halves(bodies, contacts, target, keys, iterations, None)
+}
+
+/// [`position_correction_in_halves`], with the island's [`Halves`] when the caller has made
+/// them already.
+fn correction_in_halves(
+    bodies: &[JumpBody],
+    contacts: &[JumpContact],
+    target: &[f64],
+    keys: &[ContactKey],
+    iterations: u32,
+    made: Option<&Halves>,
+) -> Vec<(Vector3<f64>, Vector3<f64>)> {
     let mut out = vec![(Vector3::zeros(), Vector3::zeros()); bodies.len()];
     if !target.iter().any(|t| *t > 0.0) {
         return out;
     }
-    let h = Halves::of(bodies, contacts);
+    let own;
+    let h = match made {
+        Some(h) => h,
+        None => {
+            own = Halves::of(bodies, contacts);
+            &own
+        }
+    };
     let [e0, e1] = h.ends;
     // Each group in the correction order (that of its contacts within the island's).
     let groups = [&h.contacts[..e0], &h.contacts[e0..e1], &h.contacts[e1..]];
     let point = |k: usize| contacts[k].point;
     let order: Vec<usize> =
         groups.iter().flat_map(|g| correction_order_of(keys, &point, g.to_vec())).collect();
-    let rows = correction_rows(bodies, contacts, order.iter().copied(), |b| h.number[b]);
+    let rows = correction_rows(bodies, contacts, &order, |b| h.number[b]);
     let target: Vec<f64> = order.iter().map(|&k| target[k]).collect();
     let mut lambda = vec![0.0; rows.len()];
     let mut dq = vec![(Vector3::zeros(), Vector3::zeros()); bodies.len()];

@@ -506,17 +506,42 @@ pub fn solve(
     max_sweeps: u32,
     finish: Finish,
 ) -> NlgsOutcome {
+    solve_halved(cq, bodies, contacts, initial, tolerance, max_sweeps, finish, None)
+}
+
+/// [`solve`], with the island's [`Halves`] when the caller has made them already.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn solve_halved(
+    cq: &ConeQp,
+    bodies: &[JumpBody],
+    contacts: &[JumpContact],
+    initial: &[ContactImpulse],
+    tolerance: f64,
+    max_sweeps: u32,
+    finish: Finish,
+    made: Option<&Halves>,
+) -> NlgsOutcome {
     let polish = finish == Finish::Polish;
     let n = bodies.len();
     assert_eq!(cq.qp.n(), 6 * n);
     assert_eq!(contacts.len(), cq.normal_rows.len());
     assert_eq!(initial.len(), contacts.len());
-    let halves =
-        (!polish && contacts.len() >= HALVES_MIN_CONTACTS).then(|| Halves::of(bodies, contacts));
+    let own;
+    let halves: Option<&Halves> = if !polish && contacts.len() >= HALVES_MIN_CONTACTS {
+        Some(match made {
+            Some(h) => h,
+            None => {
+                own = Halves::of(bodies, contacts);
+                &own
+            }
+        })
+    } else {
+        None
+    };
     // The sweeps' numbering of bodies and contacts (the given one without halves).
-    let body_number = |b: usize| halves.as_ref().map_or(b, |h| h.number[b]);
-    let body_at = |b: usize| halves.as_ref().map_or(b, |h| h.bodies[b]);
-    let contact_at = |t: usize| halves.as_ref().map_or(t, |h| h.contacts[t]);
+    let body_number = |b: usize| halves.map_or(b, |h| h.number[b]);
+    let body_at = |b: usize| halves.map_or(b, |h| h.bodies[b]);
+    let contact_at = |t: usize| halves.map_or(t, |h| h.contacts[t]);
     // (2M)⁻¹ per body.
     let inv_mass: Vec<f64> = bodies.iter().map(|b| 0.5 / b.mass).collect();
     let inv_inertia: Vec<Matrix3<f64>> = bodies
@@ -601,15 +626,8 @@ pub fn solve(
             Vector3::new(w.normal, w.tangential.dot(&r.tangents.0), w.tangential.dot(&r.tangents.1))
         })
         .collect();
-    let problem = Sweeps {
-        cq,
-        rows: &rows,
-        halves: halves.as_ref(),
-        x_free: &x_free,
-        tolerance,
-        max_sweeps,
-        polish,
-    };
+    let problem =
+        Sweeps { cq, rows: &rows, halves, x_free: &x_free, tolerance, max_sweeps, polish };
     let (x, lambda, z, certificate, solved, sweeps, polishes) = match halves {
         Some(_) => Pair::solve(|pair| problem.run(lambda, pair)),
         None => problem.run(lambda, None),
