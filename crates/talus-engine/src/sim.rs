@@ -14,7 +14,6 @@ use crate::step::{
     Correction, FailedQp, JumpReport, KappaLaw, StepParams, contact_key, correction_order, move_by,
     position_correction, step_with_friction,
 };
-use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -300,22 +299,11 @@ impl Simulation {
             separation_work: separation,
             ..Default::default()
         };
-        // Each block's energies in parallel, summed in block order.
-        let g = self.config.gravity;
-        let terms: Vec<(f64, f64, f64)> = self
-            .blocks
-            .par_iter()
-            .with_min_len(256)
-            .filter(|b| b.active)
-            .map(|b| {
-                let (t, r) = b.kinetic_energy();
-                (t, r, b.mass * g * b.pos.z)
-            })
-            .collect();
-        for (t, r, p) in terms {
+        for b in self.blocks.iter().filter(|b| b.active) {
+            let (t, r) = b.kinetic_energy();
             e.kinetic_translational += t;
             e.kinetic_rotational += r;
-            e.potential += p;
+            e.potential += b.mass * self.config.gravity * b.pos.z;
         }
         e.dissipated_cumulative = self.totals.dissipated;
         e.gravity_work = self.totals.gravity_work;

@@ -711,7 +711,7 @@ pub fn step_with_friction(
     let mut used_dense = false;
     let mut used_nlgs = false;
     let mut used_admm = false;
-    let mut next_warm = WarmStart::with_capacity(contacts.len());
+    let mut next_warm = WarmStart::default();
     let mut corrections: Vec<Option<(Vector3<f64>, Vector3<f64>)>> = vec![None; blocks.len()];
     for (k, (res, AssembledIsland { island, qp, .. })) in results.iter().zip(assembled).enumerate()
     {
@@ -1039,14 +1039,7 @@ fn correction_in_halves(
     if !target.iter().any(|t| *t > 0.0) {
         return out;
     }
-    let own;
-    let h = match made {
-        Some(h) => h,
-        None => {
-            own = Halves::of(bodies, contacts);
-            &own
-        }
-    };
+    let h = Halves::made_or_of(made, bodies, contacts);
     let [e0, e1] = h.ends;
     // Each group in the correction order (that of its contacts within the island's).
     let groups = [&h.contacts[..e0], &h.contacts[e0..e1], &h.contacts[e1..]];

@@ -3,8 +3,10 @@
 //! is an independent QP; bodies outside every island are in free flight and get the
 //! closed-form jump u⁺ = u⁻ − g Δt e_z, ω⁺ = ω⁻.
 
+use crate::counting_sort::by_key;
 use crate::geometry::contact::{Contact, Other};
 use crate::solver::assembly::{JumpBody, JumpContact};
+use std::borrow::Cow;
 
 /// One island: its bodies and contacts, both in ascending index order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,6 +79,7 @@ pub const BIG_ISLAND_CONTACTS: usize = 1024;
 /// order, so the answer is the same, bit for bit. The cut is vertical, across the wider
 /// horizontal extent of the bodies' centres, at their median, so that few contacts cross
 /// it.
+#[derive(Clone)]
 pub(crate) struct Halves {
     /// The bodies renumbered: the first half's, ascending, then the second's.
     pub(crate) bodies: Vec<usize>,
@@ -103,28 +106,38 @@ impl Halves {
         let mut coords: Vec<f64> = bodies.iter().map(|b| b.pos[axis]).collect();
         let median =
             if n == 0 { 0.0 } else { *coords.select_nth_unstable_by(n / 2, f64::total_cmp).1 };
-        let second: Vec<bool> = bodies.iter().map(|b| b.pos[axis] >= median).collect();
-        let order: Vec<usize> =
-            (0..n).filter(|&b| !second[b]).chain((0..n).filter(|&b| second[b])).collect();
+        // 0 for the first half, 1 for the second; a contact's group is its bodies' half, or
+        // 2 across the cut. Counting sorts keep each group ascending.
+        let half: Vec<usize> = bodies.iter().map(|b| usize::from(b.pos[axis] >= median)).collect();
+        let (body_start, order) = by_key(2, &half);
+        let group: Vec<usize> = contacts
+            .iter()
+            .map(|c| match c.j {
+                Some(j) if half[j] != half[c.i] => 2,
+                _ => half[c.i],
+            })
+            .collect();
+        let (start, sorted) = by_key(3, &group);
         let mut number = vec![0; n];
         for (new, &old) in order.iter().enumerate() {
             number[old] = new;
         }
-        let group = |c: &JumpContact| match c.j {
-            Some(j) if second[j] != second[c.i] => 2,
-            _ => usize::from(second[c.i]),
-        };
-        let in_group = |g: usize| (0..contacts.len()).filter(move |&k| group(&contacts[k]) == g);
-        let sorted: Vec<usize> = in_group(0).chain(in_group(1)).chain(in_group(2)).collect();
-        let e0 = in_group(0).count();
-        let ends = [e0, e0 + in_group(1).count()];
         Halves {
-            first_bodies: order.iter().filter(|&&b| !second[b]).count(),
+            first_bodies: body_start[1],
             bodies: order,
             number,
             contacts: sorted,
-            ends,
+            ends: [start[1], start[2]],
         }
+    }
+
+    /// `made`, or the halves of this island made now.
+    pub(crate) fn made_or_of<'a>(
+        made: Option<&'a Halves>,
+        bodies: &[JumpBody],
+        contacts: &[JumpContact],
+    ) -> Cow<'a, Halves> {
+        made.map_or_else(|| Cow::Owned(Halves::of(bodies, contacts)), Cow::Borrowed)
     }
 }
 

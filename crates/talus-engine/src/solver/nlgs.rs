@@ -158,6 +158,11 @@ impl Row {
         }
     }
 
+    /// D z = (z₀, μ z₁, μ z₂): the reaction part of the percussion of dual z.
+    fn dz(&self, z: &Vector3<f64>) -> Vector3<f64> {
+        Vector3::new(z.x, self.mu * z.y, self.mu * z.z)
+    }
+
     /// One Gauss–Seidel update of this contact: its percussion Λ and dual z from the
     /// velocity at x (bodies from `first` on), x moved by the change of Λ.
     fn update(&self, x: &mut [f64], first: usize, lambda: &mut Vector3<f64>, z: &mut Vector3<f64>) {
@@ -175,7 +180,7 @@ impl Row {
             let z0 = if a0 >= 0.0 || a00 <= 0.0 { 0.0 } else { -a0 / a00 };
             Vector3::new(z0, 0.0, 0.0)
         };
-        let dzk = Vector3::new(zk.x, self.mu * zk.y, self.mu * zk.z);
+        let dzk = self.dz(&zk);
         let y_new = y0 + self.bw * dzk;
         let l_new = dzk - self.kappa.component_mul(&y_new);
         let dl = l_new - *lambda;
@@ -527,18 +532,9 @@ pub(crate) fn solve_halved(
     assert_eq!(cq.qp.n(), 6 * n);
     assert_eq!(contacts.len(), cq.normal_rows.len());
     assert_eq!(initial.len(), contacts.len());
-    let own;
-    let halves: Option<&Halves> = if !polish && contacts.len() >= HALVES_MIN_CONTACTS {
-        Some(match made {
-            Some(h) => h,
-            None => {
-                own = Halves::of(bodies, contacts);
-                &own
-            }
-        })
-    } else {
-        None
-    };
+    let cut = (!polish && contacts.len() >= HALVES_MIN_CONTACTS)
+        .then(|| Halves::made_or_of(made, bodies, contacts));
+    let halves: Option<&Halves> = cut.as_deref();
     // The sweeps' numbering of bodies and contacts (the given one without halves).
     let body_number = |b: usize| halves.map_or(b, |h| h.number[b]);
     let body_at = |b: usize| halves.map_or(b, |h| h.bodies[b]);
@@ -762,7 +758,6 @@ impl Sweeps<'_> {
         let (cq, rows, tolerance, max_sweeps, polish) =
             (self.cq, self.rows, self.tolerance, self.max_sweeps, self.polish);
         let mut z: Vec<Vector3<f64>> = vec![Vector3::zeros(); rows.len()];
-        let dz = |r: &Row, z: &Vector3<f64>| Vector3::new(z.x, r.mu * z.y, r.mu * z.z);
         let mut x = self.rebuild(&lambda, pair);
         let mut certificate = Certificate {
             stationarity: f64::INFINITY,
@@ -781,7 +776,8 @@ impl Sweeps<'_> {
             sweeps += 1;
             if sweeps == next_check || sweeps == max_sweeps {
                 // Giving up, the check after two sweeps is skipped (a check costs about
-                // three sweeps of a big island on two threads).
+                // three sweeps of a big island on two threads, as estimated in
+                // docs/benchmarks.md, Session 51).
                 next_check = match sweeps {
                     1 if !polish => 4,
                     s if s < 8 => 2 * s,
@@ -799,6 +795,8 @@ impl Sweeps<'_> {
                 // Polish: once the sweeps have settled the contact states, solve the
                 // equality-constrained QP of those states (a Newton step), updating the states
                 // from its answer a few times.
+                // (Only without halves: the polish reads x and the contacts in the given
+                // numbering.)
                 if polish
                     && (sweeps >= POLISH_AFTER
                         && (sweeps - POLISH_AFTER).is_multiple_of(POLISH_EVERY)
@@ -837,7 +835,7 @@ impl Sweeps<'_> {
                         if c.holds(tolerance) {
                             for (k, r) in rows.iter().enumerate() {
                                 lambda[k] =
-                                    dz(r, &zp[k]) - r.kappa.component_mul(&r.velocity(&xp, 0));
+                                    r.dz(&zp[k]) - r.kappa.component_mul(&r.velocity(&xp, 0));
                             }
                             (x, z, certificate, solved) = (xp, zp, c, true);
                             break;
@@ -885,7 +883,7 @@ impl Sweeps<'_> {
                     }
                     if let Some((cb, xb, zb)) = best.filter(|b| b.0.worst() < certificate.worst()) {
                         for (k, r) in rows.iter().enumerate() {
-                            lambda[k] = dz(r, &zb[k]) - r.kappa.component_mul(&r.velocity(&xb, 0));
+                            lambda[k] = r.dz(&zb[k]) - r.kappa.component_mul(&r.velocity(&xb, 0));
                         }
                         (x, z) = (xb, zb);
                         certificate = cb;

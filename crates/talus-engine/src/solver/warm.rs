@@ -116,15 +116,6 @@ pub struct WarmStart {
 }
 
 impl WarmStart {
-    /// An empty store with room for `contacts` contacts' multipliers and friction
-    /// percussions.
-    pub fn with_capacity(contacts: usize) -> Self {
-        WarmStart {
-            lambda: KeyMap::with_capacity_and_hasher(contacts, Default::default()),
-            tangential: KeyMap::with_capacity_and_hasher(contacts, Default::default()),
-            slip_change: KeyMap::default(),
-        }
-    }
     /// The key under which a contact's previous multiplier is stored: the same key, else
     /// the same pair in a neighbouring cell (a contact point that crossed a cell boundary).
     fn find(&self, k: &ContactKey) -> Option<ContactKey> {
