@@ -1025,19 +1025,13 @@ pub fn assemble(bodies: &[JumpBody], contacts: &[JumpContact], gravity_dt: f64) 
     }
     h.add_contacts(contacts, &sides, two);
     let r: Vec<f64> = sides.iter().map(|s| s.r).collect();
-    // C by rows: (body, c-row) of each side of each contact.
-    let c_sides: Vec<(usize, SVector<f64, 6>)> =
-        sides.iter().flat_map(|s| s.sides[..s.count].iter().map(|&(b, row, _)| (b, row))).collect();
     // C by rows on two bodies, its compressed columns made on demand, unless a contact has
     // the same body on both sides (its two sides' entries would share columns).
     if bodies.len() < NO_BODY as usize && contacts.iter().all(|c| c.j != Some(c.i)) {
-        let mut row_bodies = Vec::with_capacity(contacts.len());
-        let mut row_vals = Vec::with_capacity(contacts.len());
-        let mut sides = c_sides.iter();
-        for ct in contacts {
+        // A contact's row: its bodies, the smaller first, and its values on each.
+        let row_of = |(ct, s): (&JumpContact, &ContactSides)| {
             let (mut pair, mut vals) = ([NO_BODY; 2], [0.0; 12]);
-            for (b, row) in sides.by_ref().take(1 + usize::from(ct.j.is_some())) {
-                // The smaller body first.
+            for (b, row, _) in &s.sides[..s.count] {
                 let slot = match ct.j {
                     Some(j) if j < ct.i => usize::from(*b == ct.i),
                     Some(_) => usize::from(*b != ct.i),
@@ -1046,9 +1040,13 @@ pub fn assemble(bodies: &[JumpBody], contacts: &[JumpContact], gravity_dt: f64) 
                 pair[slot] = *b as u32;
                 vals[6 * slot..6 * slot + 6].copy_from_slice(row.as_slice());
             }
-            row_bodies.push(pair);
-            row_vals.push(vals);
-        }
+            (pair, vals)
+        };
+        let (row_bodies, row_vals): (Vec<[u32; 2]>, Vec<[f64; 12]>) = if two {
+            contacts.par_iter().zip(&sides).with_min_len(256).map(row_of).unzip()
+        } else {
+            contacts.iter().zip(&sides).map(row_of).unzip()
+        };
         return Qp {
             h_upper: OnceLock::new(),
             p,
@@ -1058,6 +1056,9 @@ pub fn assemble(bodies: &[JumpBody], contacts: &[JumpContact], gravity_dt: f64) 
             h_blocks: Some(Arc::new(h)),
         };
     }
+    // C by rows: (body, c-row) of each side of each contact.
+    let c_sides: Vec<(usize, SVector<f64, 6>)> =
+        sides.iter().flat_map(|s| s.sides[..s.count].iter().map(|&(b, row, _)| (b, row))).collect();
     // C in compressed columns: column 6 b + a holds the contacts of body b, ascending.
     let mut count = vec![0usize; bodies.len() + 1];
     for (b, _) in &c_sides {
