@@ -466,7 +466,7 @@ impl Qp {
     pub fn h_max_abs(&self) -> f64 {
         let max_abs = |m: f64, v: &f64| m.max(v.abs());
         match &self.h_blocks {
-            Some(blocks) => blocks.stored().fold(0.0f64, |m, v| max_abs(m, &v)),
+            Some(blocks) => blocks.max_abs_stored(),
             None => self.h_upper().nzval.iter().fold(0.0f64, max_abs),
         }
     }
@@ -743,11 +743,19 @@ impl BlockUpper {
         }
     }
 
-    /// The entries `to_csc` stores (those that received a nonzero value), in no order.
-    fn stored(&self) -> impl Iterator<Item = f64> + '_ {
-        self.vals.iter().zip(&self.mask).flat_map(|(v, &mask)| {
-            (0..36).filter(move |e| mask & (1u64 << e) != 0).map(move |e| v[e])
-        })
+    /// The largest |entry| of those `to_csc` stores (those that received a nonzero value):
+    /// each block's entries read by the set bits of its mask (a filtered iterator over all
+    /// 36 was 1.6 % of the heap N = 1000, μ = 0.5 at 1e-3).
+    fn max_abs_stored(&self) -> f64 {
+        let mut m = 0.0f64;
+        for (v, &mask) in self.vals.iter().zip(&self.mask) {
+            let mut bits = mask;
+            while bits != 0 {
+                m = m.max(v[bits.trailing_zeros() as usize].abs());
+                bits &= bits - 1;
+            }
+        }
+        m
     }
 
     /// H x, bit for bit as [`Qp::h_mul`] computes it from the compressed upper triangle:
