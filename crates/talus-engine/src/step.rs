@@ -826,7 +826,7 @@ pub fn step_with_friction(
 /// pair (a block–block pair is the same whichever block the detection made i), then by
 /// point, so that the correction does not depend on the order of the blocks.
 pub fn correction_order(keys: &[ContactKey], point: impl Fn(usize) -> Vector3<f64>) -> Vec<usize> {
-    correction_order_of(keys, &point, (0..keys.len()).collect())
+    correction_order_of(keys, &point, 0..keys.len())
 }
 
 /// `which` (contact indices, ascending) in [`correction_order`]: each contact's sort key
@@ -836,7 +836,7 @@ pub fn correction_order(keys: &[ContactKey], point: impl Fn(usize) -> Vector3<f6
 fn correction_order_of(
     keys: &[ContactKey],
     point: &impl Fn(usize) -> Vector3<f64>,
-    which: Vec<usize>,
+    which: impl IntoIterator<Item = usize>,
 ) -> Vec<usize> {
     let total = |v: f64| {
         let b = v.to_bits();
@@ -1045,7 +1045,7 @@ fn correction_in_halves(
     let groups = [&h.contacts[..e0], &h.contacts[e0..e1], &h.contacts[e1..]];
     let point = |k: usize| contacts[k].point;
     let order: Vec<usize> =
-        groups.iter().flat_map(|g| correction_order_of(keys, &point, g.to_vec())).collect();
+        groups.iter().flat_map(|g| correction_order_of(keys, &point, g.iter().copied())).collect();
     let rows = correction_rows(bodies, contacts, &order, |b| h.number[b]);
     let target: Vec<f64> = order.iter().map(|&k| target[k]).collect();
     let mut lambda = vec![0.0; rows.len()];
