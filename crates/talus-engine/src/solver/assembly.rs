@@ -434,16 +434,80 @@ impl Qp {
     }
     /// H as a dense symmetric matrix (both triangles, from the upper one).
     pub fn h_dense(&self) -> nalgebra::DMatrix<f64> {
-        let h = self.h_upper();
-        let mut d = nalgebra::DMatrix::zeros(h.n, h.n);
-        for col in 0..h.n {
-            for k in h.colptr[col]..h.colptr[col + 1] {
-                let row = h.rowval[k];
-                d[(row, col)] = h.nzval[k];
-                d[(col, row)] = h.nzval[k];
+        let n = self.n();
+        let mut d = nalgebra::DMatrix::zeros(n, n);
+        self.h_upper_entries(|row, col, v| {
+            d[(row, col)] = v;
+            d[(col, row)] = v;
+        });
+        d
+    }
+
+    /// Every stored entry (row ≤ col, value) of H's upper triangle, each once: from the
+    /// compressed columns when they exist, else from the assembly's blocks (the entries
+    /// those columns would hold, without building them).
+    pub(crate) fn h_upper_entries(&self, mut entry: impl FnMut(usize, usize, f64)) {
+        match (self.h_upper.get(), &self.h_blocks) {
+            (None, Some(blocks)) => blocks.for_each_stored(entry),
+            _ => {
+                let h = self.h_upper();
+                for col in 0..h.n {
+                    for k in h.colptr[col]..h.colptr[col + 1] {
+                        entry(h.rowval[k], col, h.nzval[k]);
+                    }
+                }
             }
         }
-        d
+    }
+
+    /// C's rows as (column, value) lists, flat: row k's entries are
+    /// `entries[ptr[k]..ptr[k + 1]]`, ascending columns, explicit zeros as C's compressed
+    /// columns hold them. From C's rows of two bodies when the compressed columns have not
+    /// been made (they would be made from those rows, with the same entries), else from the
+    /// compressed columns.
+    pub(crate) fn c_row_entries(&self) -> (Vec<usize>, Vec<(usize, f64)>) {
+        let m = self.m();
+        let mut ptr = Vec::with_capacity(m + 1);
+        ptr.push(0);
+        let given_rows = match self.c.get() {
+            None => self.rows.get().and_then(Option::as_ref),
+            Some(_) => None,
+        };
+        let entries = match given_rows {
+            Some(rows) => {
+                let mut entries = Vec::with_capacity(12 * m);
+                for k in 0..m {
+                    let (bodies, vals) = rows.row(k);
+                    for (s, &b) in bodies.iter().enumerate() {
+                        if b != NO_BODY {
+                            let b = b as usize;
+                            entries.extend((0..6).map(|a| (6 * b + a, vals[6 * s + a])));
+                        }
+                    }
+                    ptr.push(entries.len());
+                }
+                entries
+            }
+            None => {
+                let c = self.c();
+                let mut count = vec![0usize; m];
+                c.rowval.iter().for_each(|&r| count[r] += 1);
+                for k in 0..m {
+                    ptr.push(ptr[k] + count[k]);
+                }
+                let mut fill = ptr[..m].to_vec();
+                let mut entries = vec![(0usize, 0.0f64); c.nzval.len()];
+                for col in 0..c.n {
+                    for k in c.colptr[col]..c.colptr[col + 1] {
+                        let r = c.rowval[k];
+                        entries[fill[r]] = (col, c.nzval[k]);
+                        fill[r] += 1;
+                    }
+                }
+                entries
+            }
+        };
+        (ptr, entries)
     }
     /// The diagonal of H.
     pub fn h_diagonal(&self) -> Vec<f64> {
@@ -906,6 +970,27 @@ impl BlockUpper {
         )
     }
 
+    /// Every stored entry (row ≤ col, value) of the upper triangle, each once: the
+    /// entries [`BlockUpper::to_csc`] holds.
+    fn for_each_stored(&self, mut entry: impl FnMut(usize, usize, f64)) {
+        let nb = self.first.len() - 1;
+        for bb in 0..nb {
+            let blocks = (self.first[bb]..self.first[bb + 1])
+                .map(|k| (self.offdiag[k].0, nb + k))
+                .chain(std::iter::once((bb, bb)));
+            for (ba, slot) in blocks {
+                let (mask, vals) = (self.mask[slot], &self.vals[slot]);
+                for a in 0..6 {
+                    for col in 0..6 {
+                        if mask & (1u64 << (6 * a + col)) != 0 {
+                            entry(6 * ba + a, 6 * bb + col, vals[6 * a + col]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     fn to_csc(&self) -> CscMatrix<f64> {
         let nb = self.first.len() - 1;
         let n = 6 * nb;
@@ -1361,6 +1446,25 @@ mod tests {
                 assert!(bits_eq(&qp.h_mul(v), &columns.h_mul(v)), "case {case}: H x differs");
             }
             assert!(bits_eq(&qp.h_diagonal(), &columns.h_diagonal()), "case {case}: diagonal");
+            // H's stored entries and C's rows read from a fresh assembly's blocks and rows
+            // (no compressed columns made) are the compressed columns', bit for bit.
+            let fresh = assemble(&bodies, &contacts, 0.01);
+            let entries = |q: &Qp| {
+                let mut e = Vec::new();
+                q.h_upper_entries(|r, c, v| e.push((c, r, v.to_bits())));
+                e.sort_unstable();
+                e
+            };
+            assert!(fresh.h_upper.get().is_none() && fresh.c.get().is_none());
+            assert_eq!(entries(&fresh), entries(&columns), "case {case}: H's entries");
+            assert_eq!(fresh.h_dense(), columns.h_dense(), "case {case}: dense H");
+            let (ptr, row_entries) = fresh.c_row_entries();
+            let (ptr_c, row_entries_c) = columns.c_row_entries();
+            assert!(fresh.c.get().is_none(), "case {case}: C's columns made for its rows");
+            assert_eq!(ptr, ptr_c, "case {case}: C's rows' lengths");
+            let bits = |e: &[(usize, f64)]| e.iter().map(|&(c, v)| (c, v.to_bits())).collect();
+            let (a, b): (Vec<_>, Vec<_>) = (bits(&row_entries), bits(&row_entries_c));
+            assert_eq!(a, b, "case {case}: C's rows");
             // H's largest entry and C's inverse effective masses by the blocks and rows are
             // those of the compressed columns, bit for bit.
             let hmax = h.nzval.iter().fold(0.0f64, |m, v| m.max(v.abs()));

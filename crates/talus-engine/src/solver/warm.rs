@@ -68,6 +68,7 @@ use faer::sparse::linalg::cholesky::{
 use faer::sparse::{SparseColMatRef, SymbolicSparseColMatRef};
 use faer::{Conj, Mat, MatMut, Par, Side};
 use nalgebra::{Matrix6, Vector3, Vector6};
+use std::cell::OnceCell;
 use std::collections::HashMap;
 
 /// The warm-start maps' hasher: keys are local data, so a fixed, fast hash will do (SipHash
@@ -278,18 +279,6 @@ const PDAS_FREE_STEPS: usize = 4;
 /// factorisation (generated heap of 10⁵ blocks in columns: solve 0.40 s per step against
 /// 0.55 s). At 240 the thesis heap N = 100 was slower.
 pub const DENSE_FACTOR_MAX: usize = 120;
-
-/// Rows of C: per constraint, its (column, value) entries.
-fn constraint_rows(qp: &Qp) -> Vec<Vec<(usize, f64)>> {
-    let mut rows: Vec<Vec<(usize, f64)>> = vec![Vec::new(); qp.m()];
-    let c = qp.c();
-    for col in 0..c.n {
-        for k in c.colptr[col]..c.colptr[col + 1] {
-            rows[c.rowval[k]].push((col, c.nzval[k]));
-        }
-    }
-    rows
-}
 
 /// K = H + Σ_{k∈A} ρ_k c_k c_kᵀ by blocks of 6 × 6 (one per body and per pair of coupled
 /// bodies), factorised by [`BlockCholesky`] in the bodies' AMD order.
@@ -646,8 +635,9 @@ impl BlockK {
 struct DenseK {
     /// H (both triangles; K's lower triangle is built on a copy).
     h: Mat<f64>,
-    /// Rows of C: (column, value).
-    rows: Vec<Vec<(usize, f64)>>,
+    /// Rows of C, (column, value): row k is `rows[row_ptr[k]..row_ptr[k + 1]]`.
+    row_ptr: Vec<usize>,
+    rows: Vec<(usize, f64)>,
     llt: Option<Llt<f64>>,
 }
 
@@ -666,8 +656,9 @@ pub(crate) struct Factor<'a> {
     rho: Vec<f64>,
     /// The active set the factor holds, if any.
     cache: Option<Vec<bool>>,
-    /// [`scales`] of the QP.
-    scales: (f64, f64),
+    /// [`scales`] of the QP, computed when the active-set solver first asks (they read all
+    /// of H; ADMM, which shares this factor, never needs them).
+    scales: OnceCell<(f64, f64)>,
 }
 
 impl<'a> Factor<'a> {
@@ -681,12 +672,13 @@ impl<'a> Factor<'a> {
                 Backend::Block(Box::new(BlockK::new(qp, rows, BLOCK_WORK_MAX, two_threads)?))
             }
             _ => {
-                let hd = qp.h_dense();
-                Backend::Dense(DenseK {
-                    h: Mat::from_fn(n, n, |i, j| hd[(i, j)]),
-                    rows: constraint_rows(qp),
-                    llt: None,
-                })
+                let mut h = Mat::zeros(n, n);
+                qp.h_upper_entries(|row, col, v| {
+                    h[(row, col)] = v;
+                    h[(col, row)] = v;
+                });
+                let (row_ptr, rows) = qp.c_row_entries();
+                Backend::Dense(DenseK { h, row_ptr, rows, llt: None })
             }
         };
         // diag(H), for ρ_k = σ / Σ_j c_kj² / H_jj (σ times an effective mass of contact k):
@@ -697,9 +689,14 @@ impl<'a> Factor<'a> {
             *s = 1.0;
         }
         let rho = vec![0.0; inv_mass.len()];
-        let mut f = Factor { qp, backend, inv_mass, rho, cache: None, scales: scales(qp) };
+        let mut f = Factor { qp, backend, inv_mass, rho, cache: None, scales: OnceCell::new() };
         f.set_sigma(SIGMA_POLISH);
         Some(f)
+    }
+
+    /// [`scales`] of the QP (computed on the first call).
+    fn scales(&self) -> (f64, f64) {
+        *self.scales.get_or_init(|| scales(self.qp))
     }
 
     /// Σ_j c_kj² / H_jj of each constraint row (an inverse effective mass).
@@ -726,7 +723,8 @@ impl<'a> Factor<'a> {
         match &mut self.backend {
             Backend::Dense(d) => {
                 let mut k = d.h.clone();
-                for (kk, row) in d.rows.iter().enumerate() {
+                for (kk, w) in d.row_ptr.windows(2).enumerate() {
+                    let row = &d.rows[w[0]..w[1]];
                     if !active[kk] {
                         continue;
                     }
@@ -820,7 +818,7 @@ fn solve_on(
 ) -> Option<Primal> {
     let qp = f.qp;
     let (n, m) = (qp.n(), qp.m());
-    let (pscale, rscale) = f.scales;
+    let (pscale, rscale) = f.scales();
     let mut x = x0.to_vec();
     let mut lambda: Vec<f64> =
         lambda0.iter().zip(active).map(|(l, a)| if *a { *l } else { 0.0 }).collect();
@@ -904,7 +902,7 @@ fn polish(
 ) -> Result<Primal, Option<Primal>> {
     let active: Vec<bool> = lambda_alm.iter().map(|l| *l > 0.0).collect();
     let (x, lambda) = solve_on(f, &active, lambda_alm, x0, iterations).ok_or(None)?;
-    match accept(f.qp, &x, &lambda, tolerance, f.scales) {
+    match accept(f.qp, &x, &lambda, tolerance, f.scales()) {
         (true, l) => Ok((x, l)),
         (false, l) => Err(Some((x, l))),
     }
@@ -940,7 +938,7 @@ fn pdas(
         }
         (x, lambda) = solve_on(f, &active, &lambda, &x, iterations).ok_or(None)?;
         let ok;
-        (ok, clipped) = accept(qp, &x, &lambda, tolerance, f.scales);
+        (ok, clipped) = accept(qp, &x, &lambda, tolerance, f.scales());
         if ok {
             return Ok((x, clipped));
         }
@@ -990,7 +988,7 @@ pub fn try_solve_with(
 ) -> Option<QpOutcome> {
     let (n, m) = (qp.n(), qp.m());
     let mut f = Factor::new(qp, dense_factor_max, false)?;
-    let (pscale, rscale) = f.scales;
+    let (pscale, rscale) = f.scales();
     let done = |x: Vec<f64>, lambda: Vec<f64>, iterations: u32| {
         let (prim, dual, _, _) = kkt_residuals(qp, &x, &lambda);
         QpOutcome {
