@@ -766,16 +766,17 @@ pub fn step_with_friction(
             }
         }
         if matches!(o.solver, SolverUsed::Nlgs | SolverUsed::Admm) || res.cones.is_some() {
-            next_warm
-                .record(&res.keys, &res.warm_start.iter().map(|w| w.normal).collect::<Vec<_>>());
-            next_warm.record_tangential(
+            let tangential: Vec<Vector3<f64>> =
+                res.warm_start.iter().map(|w| w.tangential).collect();
+            next_warm.record_island(
                 &res.keys,
-                &res.warm_start.iter().map(|w| w.tangential).collect::<Vec<_>>(),
+                res.warm_start.iter().map(|w| w.normal),
+                Some(&tangential),
+                &res.slip_change,
             );
         } else {
-            next_warm.record(&res.keys, &o.lambda);
+            next_warm.record_island(&res.keys, o.lambda.iter().copied(), None, &res.slip_change);
         }
-        next_warm.record_slip_changes(&res.keys, &res.slip_change);
     }
     *warm = next_warm;
     let others = match (used_clarabel, used_warm, used_socp, used_nlgs, used_admm) {

@@ -106,32 +106,44 @@ const NEIGHBOURS: [[i64; 3]; 26] = {
     out
 };
 
+/// What a step recorded for one contact key: its normal percussion λ_N, its friction
+/// percussion λ_T (world; frictional contacts with a nonzero one) and the change of its
+/// slip speed in the jump (nonzero ones).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Recorded {
+    lambda: Option<f64>,
+    tangential: Option<Vector3<f64>>,
+    slip_change: Option<f64>,
+}
+
 /// Multipliers of the previous step, by contact key: the normal percussion λ_N of every
 /// contact, and the friction percussion λ_T (world) of frictional ones; and, for the slip
-/// credit, how much each frictional contact's slip speed grew in the previous jump.
+/// credit, how much each frictional contact's slip speed grew in the previous jump. One
+/// map holds the three, so that a contact is found, and recorded, with one look-up.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct WarmStart {
-    lambda: KeyMap<f64>,
-    tangential: KeyMap<Vector3<f64>>,
-    slip_change: KeyMap<f64>,
+    recorded: KeyMap<Recorded>,
 }
 
 impl WarmStart {
-    /// The key under which a contact's previous multiplier is stored: the same key, else
-    /// the same pair in a neighbouring cell (a contact point that crossed a cell boundary).
-    fn find(&self, k: &ContactKey) -> Option<ContactKey> {
-        if self.lambda.contains_key(k) {
-            return Some(*k);
-        }
-        NEIGHBOURS.iter().find_map(|d| {
-            let cell = [k.cell[0] + d[0], k.cell[1] + d[1], k.cell[2] + d[2]];
-            let n = ContactKey { cell, ..*k };
-            self.lambda.contains_key(&n).then_some(n)
+    /// What is stored for key `k` when it has a multiplier.
+    fn with_lambda(&self, k: &ContactKey) -> Option<Recorded> {
+        self.recorded.get(k).filter(|r| r.lambda.is_some()).copied()
+    }
+    /// A contact's previous values: the same key's, else those of the same pair in a
+    /// neighbouring cell (a contact point that crossed a cell boundary), when they hold a
+    /// multiplier.
+    fn find(&self, k: &ContactKey) -> Option<Recorded> {
+        self.with_lambda(k).or_else(|| {
+            NEIGHBOURS.iter().find_map(|d| {
+                let cell = [k.cell[0] + d[0], k.cell[1] + d[1], k.cell[2] + d[2]];
+                self.with_lambda(&ContactKey { cell, ..*k })
+            })
         })
     }
-    /// Where each of these contacts' previous values are stored ([`Self::find`]), looked
-    /// up once for every use in a step.
-    pub fn resolve(&self, keys: &[ContactKey]) -> Vec<Option<ContactKey>> {
+    /// Each of these contacts' previous values ([`Self::find`]), looked up once for every
+    /// use in a step.
+    pub fn resolve(&self, keys: &[ContactKey]) -> Vec<Option<Recorded>> {
         keys.iter().map(|k| self.find(k)).collect()
     }
     /// Initial multipliers for these contacts: the previous step's multiplier of the same
@@ -140,18 +152,18 @@ impl WarmStart {
         self.lambda_at(&self.resolve(keys))
     }
     /// [`Self::initial_lambda`] of contacts already [resolved](Self::resolve).
-    pub fn lambda_at(&self, found: &[Option<ContactKey>]) -> Vec<f64> {
-        found.iter().map(|f| f.map_or(0.0, |f| self.lambda[&f])).collect()
+    pub fn lambda_at(&self, found: &[Option<Recorded>]) -> Vec<f64> {
+        found.iter().map(|f| f.and_then(|f| f.lambda).unwrap_or(0.0)).collect()
     }
     /// Initial percussions (normal and friction) of contacts already
     /// [resolved](Self::resolve); 0 for those not found.
-    pub fn impulses_at(&self, found: &[Option<ContactKey>]) -> Vec<ContactImpulse> {
+    pub fn impulses_at(&self, found: &[Option<Recorded>]) -> Vec<ContactImpulse> {
         found
             .iter()
             .map(|f| match f {
                 Some(f) => ContactImpulse {
-                    normal: self.lambda[f],
-                    tangential: self.tangential.get(f).copied().unwrap_or_else(Vector3::zeros),
+                    normal: f.lambda.unwrap_or(0.0),
+                    tangential: f.tangential.unwrap_or_else(Vector3::zeros),
                 },
                 None => ContactImpulse::default(),
             })
@@ -159,63 +171,98 @@ impl WarmStart {
     }
     /// The change of slip speed ‖v_T⁺‖ − ‖v_T⁻‖ of a [resolved](Self::resolve) contact in
     /// the previous step's jump (m/s); 0 when not recorded.
-    pub fn slip_change_at(&self, found: Option<ContactKey>) -> f64 {
-        found.and_then(|f| self.slip_change.get(&f).copied()).unwrap_or(0.0)
+    pub fn slip_change_at(&self, found: Option<Recorded>) -> f64 {
+        found.and_then(|f| f.slip_change).unwrap_or(0.0)
+    }
+    /// Remember a solved island's contacts in one pass: each one's normal multiplier, its
+    /// friction percussion when given and nonzero, and its change of slip speed when
+    /// nonzero (`slip_changes` may be empty: none). A key met twice keeps the last of each.
+    pub fn record_island(
+        &mut self,
+        keys: &[ContactKey],
+        lambda: impl Iterator<Item = f64>,
+        tangential: Option<&[Vector3<f64>]>,
+        slip_changes: &[f64],
+    ) {
+        for (k, (key, l)) in keys.iter().zip(lambda).enumerate() {
+            let r = self.recorded.entry(*key).or_default();
+            r.lambda = Some(l);
+            if let Some(t) = tangential.map(|t| t[k])
+                && t != Vector3::zeros()
+            {
+                r.tangential = Some(t);
+            }
+            if let Some(&d) = slip_changes.get(k)
+                && d != 0.0
+            {
+                r.slip_change = Some(d);
+            }
+        }
     }
     /// Remember the changes of slip speed of a solved island's contacts (zero ones are
     /// not stored; a key met twice keeps the last, as the percussions do).
     pub fn record_slip_changes(&mut self, keys: &[ContactKey], changes: &[f64]) {
         for (k, d) in keys.iter().zip(changes) {
             if *d != 0.0 {
-                self.slip_change.insert(*k, *d);
+                self.recorded.entry(*k).or_default().slip_change = Some(*d);
             }
         }
     }
     /// Slip-change entries sorted by key (for checkpoints).
     pub fn slip_change_entries(&self) -> Vec<(ContactKey, f64)> {
-        let mut v: Vec<_> = self.slip_change.iter().map(|(k, d)| (*k, *d)).collect();
-        v.sort_by_key(|a| a.0);
-        v
+        self.sorted(|r| r.slip_change)
     }
     /// Add checkpointed slip-change entries.
     pub fn with_slip_changes(mut self, entries: &[(ContactKey, f64)]) -> Self {
-        self.slip_change = entries.iter().copied().collect();
+        for (k, d) in entries {
+            self.recorded.entry(*k).or_default().slip_change = Some(*d);
+        }
         self
     }
     /// Remember the multipliers of a solved island.
     pub fn record(&mut self, keys: &[ContactKey], lambda: &[f64]) {
         for (k, l) in keys.iter().zip(lambda) {
-            self.lambda.insert(*k, *l);
+            self.recorded.entry(*k).or_default().lambda = Some(*l);
         }
     }
     /// Remember the friction percussions of a solved island (zero ones are not stored).
     pub fn record_tangential(&mut self, keys: &[ContactKey], tangential: &[Vector3<f64>]) {
         for (k, t) in keys.iter().zip(tangential) {
             if *t != Vector3::zeros() {
-                self.tangential.insert(*k, *t);
+                self.recorded.entry(*k).or_default().tangential = Some(*t);
             }
         }
     }
     /// Friction entries sorted by key (for checkpoints).
     pub fn tangential_entries(&self) -> Vec<(ContactKey, [f64; 3])> {
-        let mut v: Vec<_> = self.tangential.iter().map(|(k, t)| (*k, [t.x, t.y, t.z])).collect();
-        v.sort_by_key(|a| a.0);
-        v
+        self.sorted(|r| r.tangential.map(|t| [t.x, t.y, t.z]))
     }
     /// Add checkpointed friction entries.
     pub fn with_tangential(mut self, entries: &[(ContactKey, [f64; 3])]) -> Self {
-        self.tangential = entries.iter().map(|(k, t)| (*k, Vector3::from(*t))).collect();
+        for (k, t) in entries {
+            self.recorded.entry(*k).or_default().tangential = Some(Vector3::from(*t));
+        }
         self
     }
     /// Entries sorted by key (for checkpoints).
     pub fn entries(&self) -> Vec<(ContactKey, f64)> {
-        let mut v: Vec<_> = self.lambda.iter().map(|(k, l)| (*k, *l)).collect();
-        v.sort_by_key(|a| a.0);
-        v
+        self.sorted(|r| r.lambda)
     }
     /// From checkpointed entries.
     pub fn from_entries(entries: &[(ContactKey, f64)]) -> Self {
-        WarmStart { lambda: entries.iter().copied().collect(), ..WarmStart::default() }
+        let mut w = WarmStart::default();
+        w.record(
+            &entries.iter().map(|e| e.0).collect::<Vec<_>>(),
+            &entries.iter().map(|e| e.1).collect::<Vec<_>>(),
+        );
+        w
+    }
+    /// The keys holding a value, with it, sorted by key.
+    fn sorted<T>(&self, value: impl Fn(&Recorded) -> Option<T>) -> Vec<(ContactKey, T)> {
+        let mut v: Vec<_> =
+            self.recorded.iter().filter_map(|(k, r)| Some((*k, value(r)?))).collect();
+        v.sort_by_key(|a| a.0);
+        v
     }
 }
 
@@ -280,6 +327,10 @@ const PDAS_FREE_STEPS: usize = 4;
 /// 0.55 s). At 240 the thesis heap N = 100 was slower.
 pub const DENSE_FACTOR_MAX: usize = 120;
 
+/// Where a row of C adds to K: its first body (permuted) and, for a row on two bodies, the
+/// second and the index of their coupling block among K's.
+type RowTarget = (usize, Option<(usize, usize)>);
+
 /// K = H + Σ_{k∈A} ρ_k c_k c_kᵀ by blocks of 6 × 6 (one per body and per pair of coupled
 /// bodies), factorised by [`BlockCholesky`] in the bodies' AMD order.
 ///
@@ -293,7 +344,7 @@ struct BlockK {
     chol: BlockCholesky,
     /// Per row of C: its first body (permuted) and, for a row on two bodies, the second
     /// and the index of their coupling block among K's (later body, earlier body).
-    row_target: Vec<(usize, Option<(usize, usize)>)>,
+    row_target: Vec<RowTarget>,
     /// H's diagonal blocks and its blocks below the diagonal (by K's blocks, in the order
     /// of `k_positions`), summed once per program.
     h_diag: Vec<Matrix6<f64>>,
@@ -447,12 +498,17 @@ impl BlockK {
                 }
             }
         }
-        for k in 0..qp.m() {
-            if let ([a, b], _) = rows.row(k)
-                && b != NO_BODY
-                && a != b
-            {
-                couple(a as usize, b as usize);
+        // The assembly's blocks of H hold a block for the pair of every contact, so C's rows
+        // (one to three per contact) couple no other pair; from H's columns, a pair whose
+        // contacts have κ = 0 has no entry, and its rows add it.
+        if blocks.is_none() {
+            for k in 0..qp.m() {
+                if let ([a, b], _) = rows.row(k)
+                    && b != NO_BODY
+                    && a != b
+                {
+                    couple(a as usize, b as usize);
+                }
             }
         }
         // The adjacency lists, sorted and without repeats.
@@ -471,6 +527,11 @@ impl BlockK {
             }
             adj.ptr.push(adj.rows.len());
         }
+        debug_assert!((0..qp.m()).all(|k| match rows.row(k).0 {
+            [a, b] if b != NO_BODY && a != b =>
+                adj.col(a as usize).binary_search(&(b as usize)).is_ok(),
+            _ => true,
+        }));
         // Fill-reducing order of the bodies: order[new] = old.
         let order = body_order(&adj)?;
         let mut pos = vec![0usize; nb];
@@ -544,14 +605,23 @@ impl BlockK {
                 }
             }
         }
+        // A contact's rows come together on the same bodies: their coupling block is
+        // looked up once.
+        let mut last: Option<([u32; 2], RowTarget)> = None;
         let row_target = (0..qp.m())
             .map(|k| {
                 let ([a, b], _) = rows.row(k);
+                if let Some((bodies, target)) = last
+                    && bodies == [a, b]
+                {
+                    return target;
+                }
                 let pa = pos[a as usize];
                 let second = (b != NO_BODY).then(|| {
                     let pb = pos[b as usize];
                     (pb, coupling(pa, pb))
                 });
+                last = Some(([a, b], (pa, second)));
                 (pa, second)
             })
             .collect();
@@ -1162,6 +1232,44 @@ mod tests {
             })
             .collect();
         (bodies, contacts, rnd)
+    }
+
+    /// One island recorded in one pass keeps, per key, the last multiplier and the last
+    /// nonzero friction percussion and slip change (as separate records do, also for a key
+    /// met twice); a contact is found under its key or a neighbouring cell's when it holds
+    /// a multiplier; and the checkpoint's three lists rebuild the same warm start.
+    #[test]
+    fn an_island_recorded_in_one_pass_is_found_and_checkpointed() {
+        let key = |id: u32, cell: [i64; 3]| ContactKey { id, other: (0, 7), cell };
+        let keys = [key(1, [0, 0, 0]), key(1, [4, 0, 0]), key(2, [0, 0, 0]), key(1, [0, 0, 0])];
+        let lambda = [1.0, 2.0, 0.0, 3.0];
+        let t = Vector3::new(0.5, -0.25, 0.0);
+        let tangential = [t, Vector3::zeros(), 2.0 * t, Vector3::zeros()];
+        let slip = [0.0, -1.5, 0.25, 0.0];
+        let mut one = WarmStart::default();
+        one.record_island(&keys, lambda.iter().copied(), Some(&tangential), &slip);
+        let mut three = WarmStart::default();
+        three.record(&keys, &lambda);
+        three.record_tangential(&keys, &tangential);
+        three.record_slip_changes(&keys, &slip);
+        assert_eq!(one, three);
+        // The duplicate key: its last multiplier, the first one's (nonzero) percussion.
+        assert_eq!(one.entries()[0], (keys[0], 3.0));
+        assert_eq!(one.tangential_entries()[0], (keys[0], [0.5, -0.25, 0.0]));
+        let found = one.resolve(&[key(1, [1, 0, 0]), key(1, [4, 1, 1]), key(1, [9, 9, 9])]);
+        let impulses = one.impulses_at(&found);
+        assert_eq!((impulses[0].normal, impulses[0].tangential), (3.0, t));
+        assert_eq!((impulses[1].normal, impulses[1].tangential), (2.0, Vector3::zeros()));
+        assert_eq!(impulses[2], ContactImpulse::default());
+        assert_eq!(one.slip_change_at(found[1]), -1.5);
+        assert_eq!(one.lambda_at(&found), vec![3.0, 2.0, 0.0]);
+        // A key with only a slip change (from a checkpoint) is not a warm start.
+        let lone = WarmStart::default().with_slip_changes(&[(key(3, [0, 0, 0]), 1.0)]);
+        assert_eq!(lone.resolve(&[key(3, [0, 0, 0])]), vec![None]);
+        let back = WarmStart::from_entries(&one.entries())
+            .with_tangential(&one.tangential_entries())
+            .with_slip_changes(&one.slip_change_entries());
+        assert_eq!(back, one);
     }
 
     /// K = H + Σ ρ_k c_k c_kᵀ of a random island of 40 bodies (contacts between random
