@@ -21,7 +21,7 @@ pub enum Other {
 }
 
 /// One contact between block `i` and `other`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Contact {
     /// Index of the block the normal points into.
     pub i: usize,
