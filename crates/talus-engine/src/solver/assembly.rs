@@ -965,9 +965,14 @@ impl BlockUpper {
     pub(crate) fn off_diagonal(&self, k: usize) -> SMatrix<f64, 6, 6> {
         let slot = self.n_bodies() + k;
         let (vals, mask) = (&self.vals[slot], self.mask[slot]);
-        SMatrix::from_fn(
-            |a, c| if mask & (1u64 << (6 * a + c)) != 0 { vals[6 * a + c] } else { 0.0 },
-        )
+        // An entry whose bit is clear received only zeros, so it holds +0 ([`add_block`]):
+        // the values are the block as they stand.
+        debug_assert!(
+            (0..36).all(|e| mask & (1u64 << e) != 0 || vals[e].to_bits() == 0),
+            "an entry without its bit holds {:?}",
+            vals
+        );
+        SMatrix::from_row_slice(vals)
     }
 
     /// Every stored entry (row ≤ col, value) of the upper triangle, each once: the
