@@ -187,7 +187,7 @@ impl WarmStart {
         for (k, (key, l)) in keys.iter().zip(lambda).enumerate() {
             let r = self.recorded.entry(*key).or_default();
             r.lambda = Some(l);
-            if let Some(t) = tangential.map(|t| t[k])
+            if let Some(t) = tangential.and_then(|t| t.get(k).copied())
                 && t != Vector3::zeros()
             {
                 r.tangential = Some(t);
@@ -251,10 +251,9 @@ impl WarmStart {
     /// From checkpointed entries.
     pub fn from_entries(entries: &[(ContactKey, f64)]) -> Self {
         let mut w = WarmStart::default();
-        w.record(
-            &entries.iter().map(|e| e.0).collect::<Vec<_>>(),
-            &entries.iter().map(|e| e.1).collect::<Vec<_>>(),
-        );
+        for (k, l) in entries {
+            w.recorded.entry(*k).or_default().lambda = Some(*l);
+        }
         w
     }
     /// The keys holding a value, with it, sorted by key.
