@@ -441,10 +441,6 @@ fn cones_of(
 ) -> ConeQp {
     assert_eq!(contacts.len(), friction.len());
     let n = base.n();
-    // At most three rows of two bodies' six columns per contact.
-    let mut rows = Vec::with_capacity(36 * contacts.len());
-    let mut cols = Vec::with_capacity(36 * contacts.len());
-    let mut vals = Vec::with_capacity(36 * contacts.len());
     let mut r = Vec::with_capacity(3 * contacts.len());
     let mut cones: Vec<SupportedConeT<f64>> = Vec::with_capacity(contacts.len());
     let mut normal_rows = Vec::with_capacity(contacts.len());
@@ -458,6 +454,10 @@ fn cones_of(
         .then(|| (Vec::with_capacity(3 * contacts.len()), Vec::with_capacity(3 * contacts.len())));
     // The entries are listed only when C's columns are made from them.
     let entries = !(by_rows && layout.is_some() && n.is_multiple_of(6));
+    // At most three rows of two bodies' six columns per contact.
+    let room = if entries { 36 * contacts.len() } else { 0 };
+    let (mut rows, mut cols, mut vals) =
+        (Vec::with_capacity(room), Vec::with_capacity(room), Vec::with_capacity(room));
     // Push one row d·(R_k x) (with sign per side) scaled by `scale`; returns d·R_k u⁻.
     let mut push_row = |row: usize, ct: &JumpContact, d: &Vector3<f64>, scale: f64| -> f64 {
         let mut du = 0.0;
