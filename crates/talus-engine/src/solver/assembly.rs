@@ -489,22 +489,14 @@ impl Qp {
                 entries
             }
             None => {
+                // The stored entries grouped by row, each row's in column order.
                 let c = self.c();
-                let mut count = vec![0usize; m];
-                c.rowval.iter().for_each(|&r| count[r] += 1);
-                for k in 0..m {
-                    ptr.push(ptr[k] + count[k]);
-                }
-                let mut fill = ptr[..m].to_vec();
-                let mut entries = vec![(0usize, 0.0f64); c.nzval.len()];
-                for col in 0..c.n {
-                    for k in c.colptr[col]..c.colptr[col + 1] {
-                        let r = c.rowval[k];
-                        entries[fill[r]] = (col, c.nzval[k]);
-                        fill[r] += 1;
-                    }
-                }
-                entries
+                let (start, order) = by_key(m, &c.rowval);
+                let col: Vec<usize> = (0..c.n)
+                    .flat_map(|j| std::iter::repeat_n(j, c.colptr[j + 1] - c.colptr[j]))
+                    .collect();
+                ptr = start;
+                order.iter().map(|&k| (col[k], c.nzval[k])).collect()
             }
         };
         (ptr, entries)

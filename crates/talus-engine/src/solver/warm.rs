@@ -199,15 +199,6 @@ impl WarmStart {
             }
         }
     }
-    /// Remember the changes of slip speed of a solved island's contacts (zero ones are
-    /// not stored; a key met twice keeps the last, as the percussions do).
-    pub fn record_slip_changes(&mut self, keys: &[ContactKey], changes: &[f64]) {
-        for (k, d) in keys.iter().zip(changes) {
-            if *d != 0.0 {
-                self.recorded.entry(*k).or_default().slip_change = Some(*d);
-            }
-        }
-    }
     /// Slip-change entries sorted by key (for checkpoints).
     pub fn slip_change_entries(&self) -> Vec<(ContactKey, f64)> {
         self.sorted(|r| r.slip_change)
@@ -223,14 +214,6 @@ impl WarmStart {
     pub fn record(&mut self, keys: &[ContactKey], lambda: &[f64]) {
         for (k, l) in keys.iter().zip(lambda) {
             self.recorded.entry(*k).or_default().lambda = Some(*l);
-        }
-    }
-    /// Remember the friction percussions of a solved island (zero ones are not stored).
-    pub fn record_tangential(&mut self, keys: &[ContactKey], tangential: &[Vector3<f64>]) {
-        for (k, t) in keys.iter().zip(tangential) {
-            if *t != Vector3::zeros() {
-                self.recorded.entry(*k).or_default().tangential = Some(*t);
-            }
         }
     }
     /// Friction entries sorted by key (for checkpoints).
@@ -1234,8 +1217,7 @@ mod tests {
     }
 
     /// One island recorded in one pass keeps, per key, the last multiplier and the last
-    /// nonzero friction percussion and slip change (as separate records do, also for a key
-    /// met twice); a contact is found under its key or a neighbouring cell's when it holds
+    /// nonzero friction percussion and slip change (also for a key met twice); a contact is found under its key or a neighbouring cell's when it holds
     /// a multiplier; and the checkpoint's three lists rebuild the same warm start.
     #[test]
     fn an_island_recorded_in_one_pass_is_found_and_checkpointed() {
@@ -1247,11 +1229,10 @@ mod tests {
         let slip = [0.0, -1.5, 0.25, 0.0];
         let mut one = WarmStart::default();
         one.record_island(&keys, lambda.iter().copied(), Some(&tangential), &slip);
-        let mut three = WarmStart::default();
-        three.record(&keys, &lambda);
-        three.record_tangential(&keys, &tangential);
-        three.record_slip_changes(&keys, &slip);
-        assert_eq!(one, three);
+        let expected = WarmStart::from_entries(&[(keys[0], 3.0), (keys[1], 2.0), (keys[2], 0.0)])
+            .with_tangential(&[(keys[0], [0.5, -0.25, 0.0]), (keys[2], [1.0, -0.5, 0.0])])
+            .with_slip_changes(&[(keys[1], -1.5), (keys[2], 0.25)]);
+        assert_eq!(one, expected);
         // The duplicate key: its last multiplier, the first one's (nonzero) percussion.
         assert_eq!(one.entries()[0], (keys[0], 3.0));
         assert_eq!(one.tangential_entries()[0], (keys[0], [0.5, -0.25, 0.0]));
