@@ -77,7 +77,7 @@ use crate::common::files_under as files;
 const ATTEMPTS: usize = 5;
 
 /// Wait (at most 120 s) until `cond` holds, polling, while `child` runs: false when it
-/// ended first (successfully) and `cond` does not hold.
+/// ended (successfully) before `cond` was seen to hold.
 fn wait_while_running(child: &mut Child, what: &str, cond: impl Fn() -> bool) -> bool {
     let t = Instant::now();
     loop {
@@ -86,7 +86,7 @@ fn wait_while_running(child: &mut Child, what: &str, cond: impl Fn() -> bool) ->
         }
         if let Some(status) = child.try_wait().unwrap() {
             assert!(status.success(), "the pipeline ended with {status:?} before {what}");
-            return cond();
+            return false;
         }
         assert!(t.elapsed() < Duration::from_secs(120), "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(20));
