@@ -45,9 +45,9 @@
 //! [`crate::solver::certificate::certify`] on the program's own data; the solve stops when
 //! it holds to the tolerance. Below a tolerance of 1e-4, once a check after the 8th
 //! iteration finds that only stationarity misses (the tail of most large solves at 1e-6,
-//! about 20 iterations), the iterations up to the next check are tested too, when the stationarity predicted from
-//! the x-update's residual ([`x_update_residual`]) is within half the tolerance and the
-//! primal residual holds; the stop is still the certificate's.
+//! about 20 iterations), the iterations up to the next check are tested too, when the
+//! stationarity predicted from the x-update's residual ([`x_update_residual`]) is within
+//! half the tolerance and the primal residual holds; the stop is still the certificate's.
 
 use crate::solver::assembly::{JumpBody, JumpContact, PARALLEL_MIN_ROWS};
 use crate::solver::certificate::{Certificate, Certifier, for_each_cone};
@@ -82,8 +82,9 @@ const LOCAL_BOOST: f64 = 4.0;
 const LOCAL_BOOST_MAX: f64 = 1024.0;
 /// In the stationarity tail, the certificate is computed between the checks when the
 /// predicted stationarity is within this share of the tolerance. Measured in session 54
-/// (docs/benchmarks.md; one thread, 1e-6): the heap N = 1000, μ = 0.5 in 11.64–12.02 s
-/// against 12.11–12.24 s for the checks alone; with a share of 1, 11.94 and 12.32 s.
+/// (docs/benchmarks.md; one thread, 1e-6): the heap N = 1000, μ = 0.5 in 11.63 and
+/// 11.96 s against 12.29 and 12.28 s for the checks alone; with a share of 1, 11.94 and
+/// 12.32 s; with 0.3 and 0.15, fallback steps to Clarabel.
 const TAIL_MARGIN: f64 = 0.5;
 /// Iterates remembered by the Anderson acceleration (0: none).
 const ANDERSON_MEMORY: usize = 5;
