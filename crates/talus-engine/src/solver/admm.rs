@@ -46,7 +46,7 @@
 //! it holds to the tolerance. Below a tolerance of 1e-4, once a check after the 8th
 //! iteration finds that only stationarity misses (the tail of most large solves at 1e-6,
 //! about 20 iterations), the iterations up to the next check are tested too, when the
-//! stationarity predicted from the x-update's residual ([`x_update_residual`]) is within
+//! stationarity predicted from the x-update's residual (`x_update_residual`) is within
 //! half the tolerance and the primal residual holds; the stop is still the certificate's.
 
 use crate::solver::assembly::{JumpBody, JumpContact, PARALLEL_MIN_ROWS};
@@ -529,7 +529,7 @@ pub struct Settings {
     pub penalties: Penalties,
     /// σ at the start (each cone's ρ is σ times the effective mass of its normal row).
     pub sigma: f64,
-    /// Below a tolerance of [`ANDERSON_BELOW`], test the certificate between the checks
+    /// Below a tolerance of 1e-4 (`ANDERSON_BELOW`), test the certificate between the checks
     /// once only stationarity misses (the module's "Certificate"); false: at the checks
     /// only.
     pub tail_test: bool,
