@@ -93,15 +93,6 @@ fn wait_while_running(child: &mut Child, what: &str, cond: impl Fn() -> bool) ->
     }
 }
 
-/// Wait (at most 120 s) until `cond` holds, polling.
-fn wait_for(what: &str, cond: impl Fn() -> bool) {
-    let t = Instant::now();
-    while !cond() {
-        assert!(t.elapsed() < Duration::from_secs(120), "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[test]
 fn killed_pipeline_resumes_its_run_exactly_and_one_writer_per_directory() {
     let dir = tempfile::tempdir().unwrap();
@@ -140,9 +131,11 @@ fn killed_pipeline_resumes_its_run_exactly_and_one_writer_per_directory() {
                     && msg.contains(&child.id().to_string()),
                 "{msg}"
             );
-            wait_for("the checkpoint of step 200", || {
+            if !wait_while_running(&mut child, "the checkpoint of step 200", || {
                 d.join(out).join("run/checkpoints/step_0000000200/state.json").exists()
-            });
+            }) {
+                return false;
+            }
             child.kill().unwrap();
             child.wait().unwrap();
             !d.join(out).join("run/final.parquet").exists()

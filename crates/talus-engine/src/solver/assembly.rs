@@ -469,10 +469,8 @@ impl Qp {
         let m = self.m();
         let mut ptr = Vec::with_capacity(m + 1);
         ptr.push(0);
-        let given_rows = match self.c.get() {
-            None => self.rows.get().and_then(Option::as_ref),
-            Some(_) => None,
-        };
+        let given_rows =
+            if self.c.get().is_some() { None } else { self.rows.get().and_then(Option::as_ref) };
         let entries = match given_rows {
             Some(rows) => {
                 let mut entries = Vec::with_capacity(12 * m);

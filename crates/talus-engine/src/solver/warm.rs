@@ -210,12 +210,6 @@ impl WarmStart {
         }
         self
     }
-    /// Remember the multipliers of a solved island.
-    pub fn record(&mut self, keys: &[ContactKey], lambda: &[f64]) {
-        for (k, l) in keys.iter().zip(lambda) {
-            self.recorded.entry(*k).or_default().lambda = Some(*l);
-        }
-    }
     /// Friction entries sorted by key (for checkpoints).
     pub fn tangential_entries(&self) -> Vec<(ContactKey, [f64; 3])> {
         self.sorted(|r| r.tangential.map(|t| [t.x, t.y, t.z]))
@@ -1217,8 +1211,9 @@ mod tests {
     }
 
     /// One island recorded in one pass keeps, per key, the last multiplier and the last
-    /// nonzero friction percussion and slip change (also for a key met twice); a contact is found under its key or a neighbouring cell's when it holds
-    /// a multiplier; and the checkpoint's three lists rebuild the same warm start.
+    /// nonzero friction percussion and slip change (also for a key met twice); a contact
+    /// is found under its key or a neighbouring cell's when it holds a multiplier; and the
+    /// checkpoint's three lists rebuild the same warm start.
     #[test]
     fn an_island_recorded_in_one_pass_is_found_and_checkpointed() {
         let key = |id: u32, cell: [i64; 3]| ContactKey { id, other: (0, 7), cell };

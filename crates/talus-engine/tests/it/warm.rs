@@ -207,9 +207,8 @@ fn fallback_is_recorded() {
 fn warm_start_takes_a_neighbouring_cell_of_the_same_pair() {
     use talus_engine::solver::warm::{ContactKey, WarmStart};
     let key = |id: u32, other: u64, cell: [i64; 3]| ContactKey { id, other: (0, other), cell };
-    let mut warm = WarmStart::default();
     let stored = [key(1, 2, [0, 0, 0]), key(1, 2, [2, 1, 0]), key(3, 4, [0, 0, 0])];
-    warm.record(&stored, &[1.0, 2.0, 3.0]);
+    let warm = WarmStart::from_entries(&[(stored[0], 1.0), (stored[1], 2.0), (stored[2], 3.0)]);
     let l = warm.initial_lambda(&[
         key(1, 2, [2, 1, 0]),  // the same key
         key(1, 2, [1, 0, 0]),  // face neighbour of (0, 0, 0), edge neighbour of (2, 1, 0)
