@@ -7,7 +7,8 @@ Builds the heap of `size_N.data` / `position_N.data` (boxes of density 5000 kg/m
 onto the plane z = 0, g = 9.80665 m/s^2, dt = 1 ms, no restitution) in the engine, steps it
 S times on one thread (only this loop is timed) and prints one JSON line: seconds,
 median centre height and r95 (95th percentile of the horizontal distance of the centres
-from their mean), m. A missing module prints {"skipped": "..."} and exits 0.
+from their mean), m. A missing module (rapier3d's bindings also need numpy) prints
+{"skipped": "..."}, with the pip command that installs it, and exits 0.
 pybullet: 50 sequential-impulse iterations, each block a rigid body (btRigidBody,
 `useMaximalCoordinates=True`: Bullet's classic rigid-body pipeline); pybullet-multibody:
 the same with `createMultiBody`'s default, a Featherstone btMultiBody of one base (about
@@ -146,12 +147,16 @@ def main():
     ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--data", required=True)
     a = ap.parse_args()
-    module = "rapier3d" if a.engine == "rapier" else "pybullet"
-    try:
-        __import__(module)
-    except ImportError as e:
-        print(json.dumps({"skipped": f"python module {module} not installed ({e})"}))
-        return
+    # rapier3d's bindings need numpy at run time without declaring it: without it they
+    # import, then panic on the first world (seen with rapier3d 0.36.1 from PyPI).
+    modules = ["rapier3d", "numpy"] if a.engine == "rapier" else ["pybullet"]
+    for module in modules:
+        try:
+            __import__(module)
+        except ImportError as e:
+            why = f"python module {module} not installed ({e}); pip install {' '.join(modules)}"
+            print(json.dumps({"skipped": why}))
+            return
     blocks = heap(a.data, a.n)
     if a.engine == "rapier":
         seconds, centres, note = run_rapier(blocks, a.mu, a.steps)
