@@ -234,8 +234,15 @@ fn main() {
         .unwrap_or(1);
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a pool");
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    // The processor's model: the ratios to the peers move with it (session 56: an AMD EPYC
+    // machine of this class ran Talus 1.3-1.7x and rapier 1.9-3x slower than the earlier ones).
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name").map(|r| r.trim_start_matches([' ', '\t', ':'])))
+        .unwrap_or("unknown");
     println!(
-        "thesis heaps, {steps} steps of 1 ms, Talus solver {:?}{}, {threads} thread(s), {} kernels; cores {}; load {}",
+        "thesis heaps, {steps} steps of 1 ms, Talus solver {:?}{}, {threads} thread(s), {} kernels; cpu {cpu}; cores {}; load {}",
         solvers[0],
         if solvers.len() > 1 { " (the tolerance of each run in its row)" } else { "" },
         talus_engine::solver::wide::kernels(),
