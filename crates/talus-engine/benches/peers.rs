@@ -234,8 +234,7 @@ fn main() {
         .unwrap_or(1);
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a pool");
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    // The processor's model: the ratios to the peers move with it (session 56: an AMD EPYC
-    // machine of this class ran Talus 1.3-1.7x and rapier 1.9-3x slower than the earlier ones).
+    // The processor's model: the ratios to the peers move with it (docs/benchmarks.md).
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let cpu = cpuinfo
         .lines()
