@@ -204,7 +204,9 @@ pub(crate) struct BlockCholesky {
     /// L_ijᵀ for the backward solve, column j's from `start_t[j]` on (in `rows`' order
     /// within the column), the columns in the reverse of their storage order, so that
     /// the backward solve reads them in ascending addresses; its products Lᵀx are sums of
-    /// columns, as the forward solve's are, instead of dot products.
+    /// columns, as the forward solve's are, instead of dot products. `order_t`: the
+    /// columns in that order.
+    order_t: Vec<usize>,
     start_t: Vec<usize>,
     blocks_t: Vec<Matrix6<f64>>,
     /// Workspace: position of row i in the column being computed.
@@ -274,9 +276,10 @@ impl BlockCholesky {
             col.extend(std::iter::repeat_n(j, cols.col(j).len()));
             end[j] = rows.len();
         }
+        let order_t: Vec<usize> = order.iter().rev().copied().collect();
         let mut start_t = vec![0; nb];
         let mut next = 0;
-        for &j in order.iter().rev() {
+        for &j in &order_t {
             start_t[j] = next;
             next += end[j] - start[j];
         }
@@ -307,6 +310,7 @@ impl BlockCholesky {
             diag_inv: vec![Matrix6::zeros(); nb],
             // Written by each factorisation.
             blocks: Vec::new(),
+            order_t,
             start_t,
             blocks_t: Vec::new(),
             map: vec![usize::MAX; nb],
@@ -414,12 +418,9 @@ impl BlockCholesky {
         }
         self.blocks_t.clear();
         if ok {
-            self.blocks_t.resize(blocks.len(), Matrix6::zeros());
-            for j in 0..self.n_blocks() {
-                let t = &mut self.blocks_t[self.start_t[j]..][..self.end[j] - self.start[j]];
-                for (t, b) in t.iter_mut().zip(&blocks[self.start[j]..self.end[j]]) {
-                    *t = b.transpose();
-                }
+            for &j in &self.order_t {
+                let column = &blocks[self.start[j]..self.end[j]];
+                self.blocks_t.extend(column.iter().map(|b| b.transpose()));
             }
         }
         self.blocks = blocks;
