@@ -19,9 +19,7 @@
 //! zero. H + CᵀPC has the block pattern of the contact graph, so it is factorised once (by
 //! 6 × 6 blocks on the bodies' AMD order, [`crate::solver::block_cholesky`] through
 //! [`crate::solver::warm`]) and each iteration costs two block-triangular solves and two
-//! products with C. On one thread, for programs of [`FUSED_MIN_ROWS`] rows or more and
-//! without Anderson acceleration, C x, the s- and z-updates and the next iteration's Cᵀ
-//! run in one pass over C's rows ([`fused_update`], the same bits).
+//! products with C.
 //!
 //! # Scaling and warm start
 //!
@@ -51,7 +49,7 @@
 //! stationarity predicted from the x-update's residual (`x_update_residual`) is within
 //! half the tolerance and the primal residual holds; the stop is still the certificate's.
 
-use crate::solver::assembly::{JumpBody, JumpContact, PARALLEL_MIN_ROWS, RowBlocks};
+use crate::solver::assembly::{JumpBody, JumpContact, PARALLEL_MIN_ROWS};
 use crate::solver::certificate::{Certificate, Certifier, for_each_cone};
 use crate::solver::friction::ConeQp;
 use crate::solver::nlgs::{ContactImpulse, ContactSolution};
@@ -313,69 +311,6 @@ fn update_s_z(
     multiplier_wide(&rho[rows], s, v, z);
 }
 
-/// Rows per chunk of [`fused_update`] (whole cones, so a little more): C's rows of a chunk
-/// (96 bytes each) stay in the first-level cache between C x and Cᵀ.
-const FUSED_ROWS: usize = 192;
-/// Programs with at least this many rows take [`fused_update`] on one thread: below, C's
-/// rows stay in the second-level cache between the passes anyway.
-pub const FUSED_MIN_ROWS: usize = 1024;
-
-/// The s- and z-updates of x (as `c_mul_into` and [`update_s_z`] without Anderson
-/// acceleration) and the next x-update's right-hand side (`rhs_z` = z + P(s + r) and
-/// `rhs` = Cᵀ rhs_z + p) in one pass over C's rows, a chunk of whole cones at a time, so
-/// that each row is read once from memory instead of twice. Every entry is computed by
-/// the same operations in the same order as by the separate passes, so the iterates are
-/// the same, bit for bit (Cᵀ adds each entry's terms in the rows' order either way).
-#[allow(clippy::too_many_arguments)]
-fn fused_update(
-    rows: &RowBlocks,
-    cones: &[SupportedConeT<f64>],
-    qp_r: &[f64],
-    qp_p: &[f64],
-    rho: &[f64],
-    x: &[f64],
-    cx: &mut [f64],
-    v: &mut [f64],
-    s: &mut [f64],
-    z: &mut [f64],
-    rhs_z: &mut [f64],
-    rhs: &mut [f64],
-) {
-    rhs.iter_mut().for_each(|a| *a = 0.0);
-    let (mut c0, mut row0) = (0, 0);
-    while c0 < cones.len() {
-        let (mut c1, mut row1) = (c0, row0);
-        while c1 < cones.len() && row1 - row0 < FUSED_ROWS {
-            row1 += match cones[c1] {
-                SupportedConeT::NonnegativeConeT(n) | SupportedConeT::SecondOrderConeT(n) => n,
-                _ => panic!("admm: only non-negative and second-order cones occur in a jump"),
-            };
-            c1 += 1;
-        }
-        let range = row0..row1;
-        rows.mul_rows(row0, x, &mut cx[range.clone()]);
-        update_s_z(
-            row0,
-            &cones[c0..c1],
-            qp_r,
-            rho,
-            None,
-            &cx[range.clone()],
-            &mut v[range.clone()],
-            &mut s[range.clone()],
-            &mut z[range.clone()],
-        );
-        for k in range.clone() {
-            rhs_z[k] = z[k] + rho[k] * (s[k] + qp_r[k]);
-        }
-        rows.add_transpose_rows(row0, &rhs_z[range], rhs);
-        (c0, row0) = (c1, row1);
-    }
-    for (a, p) in rhs.iter_mut().zip(qp_p) {
-        *a += p;
-    }
-}
-
 wide_fn! {
     /// v = ŵ − P⁻¹z ([`relaxed_kernel`]).
     fn relaxed_wide(cx: &[f64], r: &[f64], rho: &[f64], s: &[f64], z: &[f64], v: &mut [f64]) =
@@ -598,11 +533,6 @@ pub struct Settings {
     /// once only stationarity misses (the module's "Certificate"); false: at the checks
     /// only.
     pub tail_test: bool,
-    /// On one thread, for programs of [`FUSED_MIN_ROWS`] rows or more, the s- and
-    /// z-updates and the next right-hand side in one pass over C's rows
-    /// ([`fused_update`]); false: in separate passes. The iterates are the same, bit for
-    /// bit, either way.
-    pub fused: bool,
 }
 
 impl Settings {
@@ -615,7 +545,6 @@ impl Settings {
             penalties: Penalties::PerCone,
             sigma: SIGMA_START,
             tail_test: true,
-            fused: true,
         }
     }
 }
@@ -654,14 +583,8 @@ struct Problem<'a> {
 /// `pair`'s helper (half the rows, bodies or subtrees each; the same answer, bit for bit).
 fn solve_on(problem: &Problem, pair: Option<&Pair>) -> AdmmOutcome {
     let Problem { cq, bodies, contacts, initial, settings } = *problem;
-    let Settings {
-        tolerance,
-        max_iterations,
-        penalties: rule,
-        sigma: sigma_start,
-        tail_test,
-        fused,
-    } = settings;
+    let Settings { tolerance, max_iterations, penalties: rule, sigma: sigma_start, tail_test } =
+        settings;
     let per_cone = rule == Penalties::PerCone;
     let qp = &cq.qp;
     let (n, m) = (qp.n(), qp.m());
@@ -768,13 +691,6 @@ fn solve_on(problem: &Problem, pair: Option<&Pair>) -> AdmmOutcome {
     // (f, g) of two steps back.
     let mut rhs = vec![0.0; n];
     let mut cx = vec![0.0; m];
-    // The next x-update's right-hand side, when `fused_update` prepared it.
-    let fused_rows = qp.row_blocks().filter(|_| fused && pair.is_none() && m >= FUSED_MIN_ROWS);
-    let (mut rhs_next, mut rhs_z_next) = match fused_rows {
-        Some(_) => (vec![0.0; n], vec![0.0; m]),
-        None => (Vec::new(), Vec::new()),
-    };
-    let mut prepared = false;
     let mut spare: Option<(Vec<f64>, Vec<f64>)> = None;
     let mut it = 0;
     let mut factorisations = 0u32;
@@ -800,50 +716,44 @@ fn solve_on(problem: &Problem, pair: Option<&Pair>) -> AdmmOutcome {
             input = encode(&s, &z, &rho);
         }
         let (zi, si) = if anderson { (&z_acc, &s_acc) } else { (&z, &s) };
-        if prepared && !anderson {
-            std::mem::swap(&mut rhs, &mut rhs_next);
-            std::mem::swap(&mut rhs_z, &mut rhs_z_next);
-        } else {
-            match two {
-                Some((pair, rows)) => {
-                    // By rows, then by bodies (half of each per thread).
-                    let (a, b) = rhs_z.split_at_mut(split_row);
-                    let parts = [Mutex::new(a), Mutex::new(b)];
-                    pair.run(&|h| {
-                        let mut t = parts[h].lock().expect("a half's buffer");
-                        let r0 = if h == 0 { 0 } else { split_row };
-                        for (k, tk) in t.iter_mut().enumerate() {
-                            let g = r0 + k;
-                            *tk = zi[g] + rho[g] * (si[g] + qp.r[g]);
-                        }
-                    });
-                    let (a, b) = rhs.split_at_mut(6 * split_body);
-                    let parts = [Mutex::new(a), Mutex::new(b)];
-                    let rhs_z = &rhs_z;
-                    pair.run(&|h| {
-                        let mut y = parts[h].lock().expect("a half's buffer");
-                        let first = if h == 0 { 0 } else { split_body };
-                        let mine = &half_rows.as_ref().expect("row lists with a pair")[h];
-                        rows.mul_transpose_rows(mine, rhs_z, first, &mut y);
-                        for (a, p) in y.iter_mut().zip(&qp.p[6 * first..]) {
-                            *a += p;
-                        }
-                    });
-                }
-                None => {
-                    for ((t, zk), ((rk, sk), pk)) in
-                        rhs_z.iter_mut().zip(zi).zip(rho.iter().zip(si).zip(&qp.r))
-                    {
-                        *t = zk + rk * (sk + pk);
+        match two {
+            Some((pair, rows)) => {
+                // By rows, then by bodies (half of each per thread).
+                let (a, b) = rhs_z.split_at_mut(split_row);
+                let parts = [Mutex::new(a), Mutex::new(b)];
+                pair.run(&|h| {
+                    let mut t = parts[h].lock().expect("a half's buffer");
+                    let r0 = if h == 0 { 0 } else { split_row };
+                    for (k, tk) in t.iter_mut().enumerate() {
+                        let g = r0 + k;
+                        *tk = zi[g] + rho[g] * (si[g] + qp.r[g]);
                     }
-                    qp.ct_mul_into(&rhs_z, &mut rhs);
-                    for (a, p) in rhs.iter_mut().zip(&qp.p) {
+                });
+                let (a, b) = rhs.split_at_mut(6 * split_body);
+                let parts = [Mutex::new(a), Mutex::new(b)];
+                let rhs_z = &rhs_z;
+                pair.run(&|h| {
+                    let mut y = parts[h].lock().expect("a half's buffer");
+                    let first = if h == 0 { 0 } else { split_body };
+                    let mine = &half_rows.as_ref().expect("row lists with a pair")[h];
+                    rows.mul_transpose_rows(mine, rhs_z, first, &mut y);
+                    for (a, p) in y.iter_mut().zip(&qp.p[6 * first..]) {
                         *a += p;
                     }
+                });
+            }
+            None => {
+                for ((t, zk), ((rk, sk), pk)) in
+                    rhs_z.iter_mut().zip(zi).zip(rho.iter().zip(si).zip(&qp.r))
+                {
+                    *t = zk + rk * (sk + pk);
+                }
+                qp.ct_mul_into(&rhs_z, &mut rhs);
+                for (a, p) in rhs.iter_mut().zip(&qp.p) {
+                    *a += p;
                 }
             }
         }
-        prepared = false;
         if it == 0 || it == last_adapt {
             factorisations += 1;
         }
@@ -874,29 +784,10 @@ fn solve_on(problem: &Problem, pair: Option<&Pair>) -> AdmmOutcome {
                     update_s_z(r0, cones, &qp.r, &rho, acc, cx, v, s, z);
                 });
             }
-            None => match fused_rows.filter(|_| !anderson) {
-                Some(rows) => {
-                    fused_update(
-                        rows,
-                        &cq.cones,
-                        &qp.r,
-                        &qp.p,
-                        &rho,
-                        &x,
-                        &mut cx,
-                        &mut v,
-                        &mut s,
-                        &mut z,
-                        &mut rhs_z_next,
-                        &mut rhs_next,
-                    );
-                    prepared = true;
-                }
-                None => {
-                    qp.c_mul_into(&x, &mut cx);
-                    update_s_z(0, &cq.cones, &qp.r, &rho, acc, &cx, &mut v, &mut s, &mut z);
-                }
-            },
+            None => {
+                qp.c_mul_into(&x, &mut cx);
+                update_s_z(0, &cq.cones, &qp.r, &rho, acc, &cx, &mut v, &mut s, &mut z);
+            }
         }
         // Anderson acceleration of the map (s, z) → (s⁺, z⁺), in the coordinates
         // (√ρ s, z/√ρ) where both parts have one scale.
@@ -1001,7 +892,6 @@ fn solve_on(problem: &Problem, pair: Option<&Pair>) -> AdmmOutcome {
                     rho.iter_mut().zip(&boost).for_each(|(r, b)| *r *= b);
                     factor.set_rho(rho.clone());
                     sqrt_rho = rho.iter().map(|r| r.sqrt()).collect();
-                    prepared = false;
                     last_adapt = it;
                     tail = None;
                     aa.clear();

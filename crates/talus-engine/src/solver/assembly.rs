@@ -193,14 +193,6 @@ impl RowBlocks {
         transpose_all_wide(&self.bodies, &self.vals, lambda, y);
     }
 
-    /// y += Cᵀ λ over the rows `first..first + lambda.len()`, adding each entry's terms in
-    /// the rows' order: [`RowBlocks::mul_transpose`] is y zeroed and then this over every
-    /// row, and so is this over consecutive ranges of rows, bit for bit.
-    pub(crate) fn add_transpose_rows(&self, first: usize, lambda: &[f64], y: &mut [f64]) {
-        let end = first + lambda.len();
-        add_transpose_wide(&self.bodies[first..end], &self.vals[first..end], lambda, y);
-    }
-
     /// The rows with a nonzero on a body of `first..end`, ascending: the only rows that
     /// [`RowBlocks::mul_transpose_rows`] needs for those bodies.
     pub(crate) fn rows_of_bodies(&self, first: usize, end: usize) -> Vec<u32> {
@@ -235,12 +227,6 @@ wide_fn! {
     /// Cᵀ λ over every row ([`transpose_all_kernel`]).
     fn transpose_all_wide(bodies: &[[u32; 2]], vals: &[[f64; 12]], lambda: &[f64], y: &mut [f64]) =
         transpose_all_kernel;
-}
-
-wide_fn! {
-    /// y += Cᵀ λ over these rows ([`add_transpose_kernel`]).
-    fn add_transpose_wide(bodies: &[[u32; 2]], vals: &[[f64; 12]], lambda: &[f64], y: &mut [f64]) =
-        add_transpose_kernel;
 }
 
 wide_fn! {
@@ -298,13 +284,6 @@ fn transpose_all_kernel(bodies: &[[u32; 2]], vals: &[[f64; 12]], lambda: &[f64],
     transpose_kernel(bodies, vals, bodies.len(), |i| i, lambda, 0, y);
 }
 
-/// y += Cᵀ λ over the rows (`bodies`, `vals`), in their order, as [`transpose_kernel`]
-/// adds them (without zeroing y).
-#[inline(always)]
-fn add_transpose_kernel(bodies: &[[u32; 2]], vals: &[[f64; 12]], lambda: &[f64], y: &mut [f64]) {
-    accumulate_rows(bodies, vals, bodies.len(), |i| i, lambda, 0, y);
-}
-
 /// The entries of Cᵀ λ of bodies `first..first + y.len() / 6` into y, summed over `rows`
 /// (ascending).
 #[inline(always)]
@@ -333,20 +312,6 @@ fn transpose_kernel(
     y: &mut [f64],
 ) {
     y.iter_mut().for_each(|a| *a = 0.0);
-    accumulate_rows(bodies, vals, count, row, lambda, first, y);
-}
-
-/// [`transpose_kernel`] without zeroing y first: the rows' terms added to y's entries.
-#[inline(always)]
-fn accumulate_rows(
-    bodies: &[[u32; 2]],
-    vals: &[[f64; 12]],
-    count: usize,
-    row: impl Fn(usize) -> usize,
-    lambda: &[f64],
-    first: usize,
-    y: &mut [f64],
-) {
     // The bodies numbered from `first` (y's first body): the others wrap to numbers past
     // `mine`'s end, as does `NO_BODY`.
     let first = first as u32;
@@ -1458,7 +1423,7 @@ mod tests {
             let l: Vec<f64> = (0..qp.m()).map(|_| rnd() - 0.5).collect();
             // H x and H's diagonal by H's blocks are the compressed columns', bit for bit,
             // also where x holds +0 and −0; so are C x and C x from the second row on
-            // (inside a run of three rows on one pair, taken together from the first).
+            // (inside a run of three rows on one pair, which the products take together).
             let columns = Qp::new(h.clone(), qp.p.clone(), c.clone(), qp.r.clone());
             let signed: Vec<f64> = x
                 .iter()
@@ -1520,12 +1485,6 @@ mod tests {
             rows.mul_transpose(&l, &mut t_rows);
             csc_mul_transpose(qp.c(), &l, &mut t_csc);
             assert!(bits_eq(&t_rows, &t_csc), "case {case}: Cᵀ λ differs");
-            // Added up over two ranges of rows: the same entries.
-            let cut = qp.m() / 3;
-            let mut t_ranges = vec![0.0; qp.n()];
-            rows.add_transpose_rows(0, &l[..cut], &mut t_ranges);
-            rows.add_transpose_rows(cut, &l[cut..], &mut t_ranges);
-            assert!(bits_eq(&t_ranges, &t_csc), "case {case}: Cᵀ λ by ranges differs");
             // Halved by bodies, each half from its own rows only: the same entries.
             let split = nb / 2;
             let mut halves = vec![f64::NAN; qp.n()];

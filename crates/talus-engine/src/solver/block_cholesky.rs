@@ -201,14 +201,6 @@ pub(crate) struct BlockCholesky {
     diag_inv: Vec<Matrix6<f64>>,
     /// L_ij per position of `rows`.
     blocks: Vec<Matrix6<f64>>,
-    /// L_ijᵀ for the backward solve, column j's from `start_t[j]` on (in `rows`' order
-    /// within the column), the columns in the reverse of their storage order, so that
-    /// the backward solve reads them in ascending addresses; its products Lᵀx are sums of
-    /// columns, as the forward solve's are, instead of dot products. `order_t`: the
-    /// columns in that order.
-    order_t: Vec<usize>,
-    start_t: Vec<usize>,
-    blocks_t: Vec<Matrix6<f64>>,
     /// Workspace: position of row i in the column being computed.
     map: Vec<usize>,
     /// How the solves are shared between two threads (large factors only).
@@ -276,13 +268,6 @@ impl BlockCholesky {
             col.extend(std::iter::repeat_n(j, cols.col(j).len()));
             end[j] = rows.len();
         }
-        let order_t: Vec<usize> = order.iter().rev().copied().collect();
-        let mut start_t = vec![0; nb];
-        let mut next = 0;
-        for &j in &order_t {
-            start_t[j] = next;
-            next += end[j] - start[j];
-        }
         if let Some(sp) = &mut split {
             let first = |set: &[usize]| set.first().map_or(rows.len(), |&j| start[j]);
             sp.bases = [0, first(&sp.sets[1]), first(&sp.top)];
@@ -310,9 +295,6 @@ impl BlockCholesky {
             diag_inv: vec![Matrix6::zeros(); nb],
             // Written by each factorisation.
             blocks: Vec::new(),
-            order_t,
-            start_t,
-            blocks_t: Vec::new(),
             map: vec![usize::MAX; nb],
             split,
         }
@@ -416,13 +398,6 @@ impl BlockCholesky {
         for (j, i) in inverses {
             self.diag_inv[j] = i;
         }
-        self.blocks_t.clear();
-        if ok {
-            for &j in &self.order_t {
-                let column = &blocks[self.start[j]..self.end[j]];
-                self.blocks_t.extend(column.iter().map(|b| b.transpose()));
-            }
-        }
         self.blocks = blocks;
         self.map = map;
         ok
@@ -505,9 +480,8 @@ impl BlockCholesky {
         x: impl Fn(usize) -> Vector6<f64>,
     ) -> Vector6<f64> {
         let mut t = yj;
-        let lt = &self.blocks_t[self.start_t[j]..];
-        for (l, &i) in lt.iter().zip(&self.rows[self.start[j]..self.end[j]]) {
-            t -= tr_mul_by_columns(l, &x(i));
+        for p in self.start[j]..self.end[j] {
+            t -= self.blocks[p].tr_mul(&x(self.rows[p]));
         }
         lower_tr_mul(&self.diag_inv[j], &t)
     }
@@ -656,20 +630,6 @@ pub(crate) fn add_outer(m: &mut Matrix6<f64>, a: &Vector6<f64>, b: &Vector6<f64>
             m[(i, j)] += a[i] * b[j];
         }
     }
-}
-
-/// `a.tr_mul(v)` (aᵀ v) from `at` = aᵀ, bit for bit: nalgebra's dot products start from +0
-/// and add a's column r times v in row order, which is, for all r at once, +0 plus at's
-/// columns times v's entries in column order (vertical sums, without dot products).
-#[inline(always)]
-fn tr_mul_by_columns(at: &Matrix6<f64>, v: &Vector6<f64>) -> Vector6<f64> {
-    let mut y = Vector6::zeros();
-    for c in 0..6 {
-        for r in 0..6 {
-            y[r] += at[(r, c)] * v[c];
-        }
-    }
-    y
 }
 
 /// `l * v` for a lower-triangular `l` (a diagonal block's L_jj⁻¹), bit for bit, without
@@ -822,13 +782,12 @@ mod tests {
         assert!(zero_results > 1000, "the cases must include zero sums ({zero_results})");
     }
 
-    /// `mul6` gives nalgebra's product, `add_outer` nalgebra's `m += a * b.transpose()`
-    /// (on a's and b's columns) and `tr_mul_by_columns` nalgebra's `a.tr_mul(v)`, bit for
-    /// bit, signed zeros included.
+    /// `mul6` gives nalgebra's product, and `add_outer` nalgebra's `m += a * b.transpose()`
+    /// (on a's and b's columns), bit for bit, signed zeros included.
     #[test]
     fn the_block_product_is_nalgebras_bit_for_bit() {
         let mut rnd = uniform(7);
-        let (mut zeros, mut outer_zeros, mut tr_zeros) = (0, 0, 0);
+        let (mut zeros, mut outer_zeros) = (0, 0);
         for case in 0..2000u64 {
             let mut a = Matrix6::from_fn(|_, _| rnd());
             let mut b = Matrix6::from_fn(|_, _| rnd());
@@ -844,16 +803,6 @@ mod tests {
             let (ours, theirs) = (mul6(&a, &b), a * b);
             assert_eq!(bits(&ours), bits(&theirs), "case {case}: {ours} against {theirs}");
             zeros += theirs.iter().filter(|x| **x == 0.0).count();
-            // A third of the vectors signed zeros: zero sums of both signs.
-            let mut v = b.column(case as usize % 6).into_owned();
-            if case % 3 == 0 {
-                v.iter_mut()
-                    .enumerate()
-                    .for_each(|(k, x)| *x = if k % 2 == 0 { 0.0 } else { -0.0 });
-            }
-            let (ours, theirs) = (tr_mul_by_columns(&a.transpose(), &v), a.tr_mul(&v));
-            assert_eq!(bits(&ours), bits(&theirs), "aᵀ v, case {case}: {ours} against {theirs}");
-            tr_zeros += theirs.iter().filter(|x| **x == 0.0).count();
             let (u, v) = (a.column(case as usize % 6).into_owned(), b.column(1).into_owned());
             let (mut ours, mut theirs) = (b, b);
             add_outer(&mut ours, &u, &v);
@@ -863,7 +812,6 @@ mod tests {
         }
         assert!(zeros > 100, "the cases must include zero sums ({zeros})");
         assert!(outer_zeros > 100, "the cases must include zero sums ({outer_zeros})");
-        assert!(tr_zeros > 100, "the cases must include zero sums ({tr_zeros})");
     }
 
     /// The factorisation and the solves through [`wide_fn`] (on a processor with AVX2, its
@@ -897,12 +845,6 @@ mod tests {
             for (j, dj) in diag.iter().enumerate() {
                 let inv = base.factor_column_any(j, dj, &mut blocks, 0, &mut map);
                 base.diag_inv[j] = inv.expect("K is positive definite");
-            }
-            base.blocks_t = vec![Matrix6::zeros(); blocks.len()];
-            for j in 0..nb {
-                for o in 0..base.end[j] - base.start[j] {
-                    base.blocks_t[base.start_t[j] + o] = blocks[base.start[j] + o].transpose();
-                }
             }
             base.blocks = blocks;
             let mut x_base = b.clone();

@@ -534,62 +534,6 @@ fn big_islands_are_swept_in_halves_with_the_same_answer_on_one_thread_or_two() {
     assert!(dx < 1e-6, "x moved by {dx:e} from the accurate answer");
 }
 
-/// ADMM's one pass over C's rows per iteration (`Settings::fused`, islands of
-/// `FUSED_MIN_ROWS` rows or more on one thread) gives the iterates of the separate passes,
-/// bit for bit: the same iterations, x and z, with and without Anderson acceleration (below
-/// 1e-4, from the 100th iteration), from a cold start and from a warm one.
-#[test]
-fn admm_in_one_pass_over_the_rows_gives_the_same_bits() {
-    let mut rng = ChaCha8Rng::seed_from_u64(23);
-    let (bodies, contacts) = grid_island(&mut rng, 8, 10);
-    let base = assemble(&bodies, &contacts, G * DT);
-    let fr: Vec<ContactFriction> = contacts
-        .iter()
-        .map(|_| ContactFriction { mu: rng.random_range(0.2..0.8), credit: 0.0 })
-        .collect();
-    let cq = friction::assemble_cones(&base, &bodies, &contacts, &fr);
-    let m = cq.qp.m();
-    assert!(m >= admm::FUSED_MIN_ROWS, "{m} rows");
-    let cold = vec![ContactImpulse::default(); contacts.len()];
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("a pool");
-    let bits = |v: &[f64]| v.iter().map(|a| a.to_bits()).collect::<Vec<_>>();
-    let mut warm = None;
-    for tolerance in [1e-3, 1e-7] {
-        for initial in [Some(&cold), warm.as_ref()].into_iter().flatten() {
-            let run = |fused: bool| {
-                pool.install(|| {
-                    let settings = admm::Settings { fused, ..admm::Settings::new(tolerance, 5000) };
-                    admm::solve(&cq, &bodies, &contacts, initial, settings)
-                })
-            };
-            let (one, separate) = (run(true), run(false));
-            assert!(one.solution.solved, "{tolerance}: {:?}", one.solution.certificate);
-            assert_eq!(one.iterations, separate.iterations, "{tolerance}: iterations");
-            assert_eq!(bits(&one.solution.x), bits(&separate.solution.x), "{tolerance}: x");
-            assert_eq!(bits(&one.solution.z), bits(&separate.solution.z), "{tolerance}: z");
-            eprintln!("tolerance {tolerance}: {} iterations, {m} rows", one.iterations);
-            if tolerance < 1e-4 && initial == &cold {
-                assert!(one.iterations > 100, "Anderson acceleration was not reached");
-            }
-        }
-        if warm.is_none() {
-            let mut w = run_once(&cq, &bodies, &contacts, &cold);
-            w.iter_mut().for_each(|c| c.normal *= 0.9);
-            warm = Some(w);
-        }
-    }
-}
-
-/// A warm start near the answer for [`admm_in_one_pass_over_the_rows_gives_the_same_bits`].
-fn run_once(
-    cq: &friction::ConeQp,
-    bodies: &[JumpBody],
-    contacts: &[JumpContact],
-    cold: &[ContactImpulse],
-) -> Vec<ContactImpulse> {
-    admm::solve(cq, bodies, contacts, cold, admm::Settings::new(1e-6, 5000)).solution.impulses
-}
-
 /// The position correction of a big island swept in two halves
 /// (`step::position_correction_in_halves`): the same bits on one thread and on two, and,
 /// swept to convergence, the displacements of the sweep in one piece
