@@ -1423,7 +1423,7 @@ mod tests {
             let l: Vec<f64> = (0..qp.m()).map(|_| rnd() - 0.5).collect();
             // H x and H's diagonal by H's blocks are the compressed columns', bit for bit,
             // also where x holds +0 and −0; so are C x and C x from the second row on
-            // (inside a run of three rows on one pair, which the products take together).
+            // (which regroups the runs of three rows on one pair that it takes together).
             let columns = Qp::new(h.clone(), qp.p.clone(), c.clone(), qp.r.clone());
             let signed: Vec<f64> = x
                 .iter()
