@@ -1434,20 +1434,19 @@ mod tests {
                     _ => v,
                 })
                 .collect();
-            for v in [&x, &signed] {
-                let (mut y_rows, mut y_v) = (vec![0.0; qp.m()], vec![0.0; qp.m()]);
+            let mut y_csc = vec![0.0; qp.m()];
+            for v in [&signed, &x] {
+                assert!(bits_eq(&qp.h_mul(v), &columns.h_mul(v)), "case {case}: H x differs");
+                let mut y_rows = vec![0.0; qp.m()];
                 rows.mul(v, &mut y_rows);
-                csc_mul(qp.c(), v, &mut y_v);
-                assert!(bits_eq(&y_rows, &y_v), "case {case}: C x differs");
+                // Left holding C x of x, for the checks below (csc_mul adds to y).
+                y_csc.fill(0.0);
+                csc_mul(qp.c(), v, &mut y_csc);
+                assert!(bits_eq(&y_rows, &y_csc), "case {case}: C x differs");
                 if qp.m() > 1 {
                     rows.mul_rows(1, v, &mut y_rows[1..]);
-                    assert!(bits_eq(&y_rows, &y_v), "case {case}: C x from row 1 differs");
+                    assert!(bits_eq(&y_rows, &y_csc), "case {case}: C x from row 1 differs");
                 }
-            }
-            let mut y_csc = vec![0.0; qp.m()];
-            csc_mul(qp.c(), &x, &mut y_csc);
-            for v in [&x, &signed] {
-                assert!(bits_eq(&qp.h_mul(v), &columns.h_mul(v)), "case {case}: H x differs");
             }
             assert!(bits_eq(&qp.h_diagonal(), &columns.h_diagonal()), "case {case}: diagonal");
             // H's stored entries and C's rows read from a fresh assembly's blocks and rows
