@@ -33,9 +33,11 @@
 //! ([`lagging_cones`]) get a penalty 4 times stiffer, whether σ moved or not (the packed
 //! heap of 1000 blocks: 7.0–8.6 s a step against 8.8–10.2 s without, session 23; boosting
 //! them only when σ stays put, the thesis heap N = 1000, μ = 0.5 took 21.0–21.5 s against
-//! 18.3–18.5 s, and the packed heap's first step 0.86 s against 0.57 s, session 29). Anderson
-//! acceleration of the (s, z) map is used below a tolerance of 1e-4 only, from the 100th
-//! iteration of a solve. The iteration starts from the previous step's percussions matched
+//! 18.3–18.5 s, and the packed heap's first step 0.86 s against 0.57 s, session 29). Below a
+//! tolerance of 1e-4 only, Anderson acceleration ([`Anderson`]) extrapolates the variable
+//! v = ŵ − P⁻¹z that s and z are made from, from the 10th iteration of a solve on islands
+//! with friction and the 100th on the others; while it runs, s and z themselves are made
+//! only where they are read (at the checks and in the stationarity tail). The iteration starts from the previous step's percussions matched
 //! by contact identity (z), with s = Π_K(Cx₀ − r) at x₀ = (2M)⁻¹(p + Cᵀz): when they are
 //! the answer, the first iteration returns it.
 //!
@@ -86,169 +88,368 @@ const LOCAL_BOOST_MAX: f64 = 1024.0;
 /// 11.96 s against 12.29 and 12.28 s for the checks alone; with a share of 1, 11.94 and
 /// 12.32 s; with 0.3 and 0.15, fallback steps to Clarabel.
 const TAIL_MARGIN: f64 = 0.5;
-/// Iterates remembered by the Anderson acceleration (0: none).
+/// Iterates remembered by the Anderson acceleration.
 const ANDERSON_MEMORY: usize = 5;
-/// Anderson acceleration is used only for tolerances below this: each accelerated
-/// iteration costs about twice a plain one, which pays at 1e-6 (thesis heap N = 1000,
-/// μ = 0.5: 86 s with it, 99 s without) and not at 1e-3 (default site: 165 s with it, 114 s
-/// without; the heap at 1e-3 and 1e-4 is the same either way).
+/// Anderson acceleration is used only for tolerances below this. At 1e-3 it did not pay
+/// (session 16, on (s, z): the default site took 165 s with it against 114 s without; the
+/// heap at 1e-3 and 1e-4 the same either way).
 const ANDERSON_BELOW: f64 = 1e-4;
-/// ... and only once a solve has done this many plain iterations: most islands are
-/// certified before, where an accelerated iteration costs more than it saves, while the
-/// packed heap's one island needs it (session 21, docs/benchmarks.md: thesis heap
-/// N = 1000, μ = 0.5 at 1e-6 37.4 s against 43.2 s with it from the start, 36.9 s without
-/// it; packed heap of 1000 blocks 9.9 s a step either way, against 24–26 s without it, its
-/// solves missing their budget).
-const ANDERSON_AFTER: u32 = 100;
+/// ... from this iteration of a solve on, on islands with friction and at least
+/// [`ANDERSON_EARLY_ROWS`] rows. The same programs solved both ways (each of the thesis
+/// heap N = 1000, μ = 0.5 at 1e-6 solved again from the same start, session 60,
+/// docs/benchmarks.md): from the 10th instead of the 100th, the islands of 3000 rows or more
+/// took 13 % fewer iterations and 7 % less time, those of 30–3000 rows 16–26 % fewer; from
+/// the 40th 9 % and from the first 12 % fewer on the big ones.
+const ANDERSON_AFTER: u32 = 10;
+/// Islands under this many rows start the acceleration late: from the 10th iteration, 2 of
+/// the heap's 25,683 solves under 30 rows ran out of iterations and the rest took as long.
+const ANDERSON_EARLY_ROWS: usize = 30;
+/// ... and the others (no friction, or few rows) from this one. Without friction, from the
+/// 10th, the frictionless heap N = 1000's big islands took 2 % more iterations than with
+/// session 59's acceleration from the 100th (25,801 against 25,280), and from the 100th as
+/// many (25,270; session 60). Until session 59 every island started it at the
+/// 100th (session 21: from the start, on (s, z), the heap took 43.2 s against 37.4 s; the
+/// packed heap of 1000 blocks needs it, 9.9 s a step against 24–26 s without it).
+const ANDERSON_AFTER_LATE: u32 = 100;
+/// A step whose fixed-point residual exceeds this multiple of the least one since the last
+/// reset drops the history (a plain step). 10 until session 59; 3 and 1.5 took 0.6 % and
+/// 0.7 % fewer iterations on the heap's big islands than 10 (session 60).
+const ANDERSON_SAFEGUARD: f64 = 3.0;
 
-/// Type-II Anderson acceleration of a fixed-point map u → g(u) (Walker & Ni 2011): the
-/// next input is the combination of the last g's whose residuals' combination is least,
-/// from the differences of the last `ANDERSON_MEMORY` + 1 iterates, kept with their Gram
-/// matrix so that an update costs O((3 × memory + 2) × len).
+/// Lanes of the acceleration's dot products: each sum is kept in this many partial sums
+/// (row j in lane j mod LANES), added at the end as ((0 + 1) + (2 + 3)), so that the loops
+/// vectorise and the AVX2 copy and the baseline copy give the same bits.
+const LANES: usize = 4;
+
+/// Partial sums of [`aa_pass_kernel`]: ‖f‖², a·a, a·f, then Δfᵢ·a and Δfᵢ·f of the older
+/// differences.
+type LaneSums = [[f64; LANES]; 3 + 2 * ANDERSON_MEMORY];
+
+fn reduce(l: &[f64; LANES]) -> f64 {
+    (l[0] + l[1]) + (l[2] + l[3])
+}
+
+/// Type-II Anderson acceleration (Walker & Ni 2011) of ADMM's Douglas–Rachford variable
+/// v = ŵ − P⁻¹z (s = Π_K(v) and z = P(s − v) after each iteration), in the coordinates
+/// √ρ v: the next input is the combination of the last images g whose residuals'
+/// combination is least, from the differences of the last `ANDERSON_MEMORY` + 1 iterates.
+/// Any v is a point of the iteration, so every input it proposes gives an (s, z) with
+/// s ∈ K, z ∈ K and zᵀs = 0; until session 59 it extrapolated the pair (s, z), twice the
+/// rows, whose combinations are not (session 60, docs/benchmarks.md).
+///
+/// A step is two passes over the rows: the new image, residual and differences with the
+/// dot products of the least-squares problem ([`aa_pass_kernel`]), then the combination
+/// ([`aa_combine_kernel`]).
 struct Anderson {
-    /// Last (f, g).
-    last: Option<(Vec<f64>, Vec<f64>)>,
+    /// Whether `f`, `g` hold the last step's residual and image.
+    has_last: bool,
+    f: Vec<f64>,
+    g: Vec<f64>,
     /// Differences Δf, Δg of consecutive iterates, oldest first.
     df: VecDeque<Vec<f64>>,
     dg: VecDeque<Vec<f64>>,
-    /// Gram matrix of the Δf's (row-major, ANDERSON_MEMORY²).
-    gram: Vec<f64>,
+    /// Gram matrix of the Δf's.
+    gram: [[f64; ANDERSON_MEMORY]; ANDERSON_MEMORY],
+    /// The least residual since the last reset (the safeguard's reference).
+    best: f64,
+    /// Buffers of dropped differences, for reuse.
+    spare: Vec<Vec<f64>>,
 }
 
 impl Anderson {
-    fn new() -> Self {
+    fn new(m: usize) -> Self {
         Anderson {
-            last: None,
+            has_last: false,
+            f: vec![0.0; m],
+            g: vec![0.0; m],
             df: VecDeque::new(),
             dg: VecDeque::new(),
-            gram: vec![0.0; ANDERSON_MEMORY * ANDERSON_MEMORY],
+            gram: [[0.0; ANDERSON_MEMORY]; ANDERSON_MEMORY],
+            best: f64::INFINITY,
+            spare: Vec::new(),
         }
     }
 
+    /// Forget everything (the coordinates changed with ρ).
     fn clear(&mut self) {
-        self.last = None;
-        self.df.clear();
-        self.dg.clear();
+        self.has_last = false;
+        self.best = f64::INFINITY;
+        self.drop_history();
     }
 
-    /// Record f = g − u and g; write the next input into `out` (g itself when there is no
-    /// history or the least-squares problem is singular). Returns the previous step's
-    /// (f, g), whose buffers the caller may reuse.
-    ///
-    /// Two passes over the vectors: the new differences with their Gram entries and the
-    /// right-hand side Δfᵢ·f, then the combination. Each dot product sums its terms in
-    /// order from −0 (as `Iterator::sum`), and the combination subtracts γᵢ Δgᵢ in order,
-    /// so the answer is that of the dot products and updates done one by one, bit for bit
-    /// (`the_fused_anderson_step_gives_the_reference_bits`; session 31, docs/benchmarks.md).
-    fn step(&mut self, f: Vec<f64>, g: Vec<f64>, out: &mut [f64]) -> Option<(Vec<f64>, Vec<f64>)> {
-        let mem = ANDERSON_MEMORY;
-        let Some((f0, g0)) = self.last.take() else {
-            // No history (the differences are cleared with it).
-            out.copy_from_slice(&g);
-            self.last = Some((f, g));
-            return None;
-        };
-        let (mut a, mut b) = if self.df.len() == mem {
-            // Shift the Gram matrix up-left by one.
-            for i in 0..mem - 1 {
-                for j in 0..mem - 1 {
-                    self.gram[i * mem + j] = self.gram[(i + 1) * mem + j + 1];
+    fn drop_history(&mut self) {
+        self.spare.extend(self.df.drain(..));
+        self.spare.extend(self.dg.drain(..));
+    }
+
+    /// From v, the map's image (unscaled) of the last input `u` (scaled): the next input,
+    /// written into `u`, and its unscaled v into `s` (to be projected) and `w`.
+    fn step(&mut self, v: &[f64], sqrt_rho: &[f64], u: &mut [f64], s: &mut [f64], w: &mut [f64]) {
+        let m = v.len();
+        if !self.has_last {
+            let ff = aa_first_wide(v, sqrt_rho, u, &mut self.f, &mut self.g);
+            self.best = self.best.min(ff.sqrt());
+            aa_combine_wide(&[], &[], &self.g, sqrt_rho, u, s, w);
+            self.has_last = true;
+            return;
+        }
+        let (mut a, mut b) = if self.df.len() == ANDERSON_MEMORY {
+            for i in 0..ANDERSON_MEMORY - 1 {
+                for j in 0..ANDERSON_MEMORY - 1 {
+                    self.gram[i][j] = self.gram[i + 1][j + 1];
                 }
             }
-            (self.df.pop_front().unwrap(), self.dg.pop_front().unwrap())
+            (self.df.pop_front().expect("a full history"), self.dg.pop_front().expect("Δg"))
         } else {
-            (vec![0.0; f.len()], vec![0.0; f.len()])
+            let mut new = || self.spare.pop().unwrap_or_else(|| vec![0.0; m]);
+            (new(), new())
         };
-        // The new differences; their products with the older ones and themselves (the
-        // Gram matrix's new column) and every Δfᵢ·f.
-        let old: Vec<&[f64]> = self.df.iter().map(|d| &d[..]).collect();
-        let (gram_new, rhs) = DIFFERENCES[old.len()](&old, [&f, &f0, &g, &g0], &mut a, &mut b);
+        let older: Vec<&[f64]> = self.df.iter().map(|d| &d[..]).collect();
+        let k = older.len();
+        let mut sums: LaneSums = [[0.0; LANES]; 3 + 2 * ANDERSON_MEMORY];
+        aa_pass_wide(v, sqrt_rho, u, &mut self.f, &mut self.g, &mut a, &mut b, &older, &mut sums);
+        let fnorm = reduce(&sums[0]).sqrt();
+        if fnorm > ANDERSON_SAFEGUARD * self.best {
+            // A plain step, from this image, without the history.
+            self.drop_history();
+            self.spare.extend([a, b]);
+            self.best = self.best.min(fnorm);
+            aa_combine_wide(&[], &[], &self.g, sqrt_rho, u, s, w);
+            return;
+        }
+        self.best = self.best.min(fnorm);
         self.df.push_back(a);
         self.dg.push_back(b);
-        let k = self.df.len();
-        for (i, &d) in gram_new.iter().enumerate().take(k) {
-            self.gram[i * mem + k - 1] = d;
-            self.gram[(k - 1) * mem + i] = d;
-        }
-        let mut a = DMatrix::<f64>::from_fn(k, k, |i, j| self.gram[i * mem + j]);
-        let b = DVector::<f64>::from_fn(k, |i, _| rhs[i]);
-        let reg = 1e-10 * (0..k).map(|i| a[(i, i)]).fold(0.0, f64::max) + f64::MIN_POSITIVE;
+        let n = k + 1;
         for i in 0..k {
-            a[(i, i)] += reg;
+            let d = reduce(&sums[3 + i]);
+            self.gram[i][k] = d;
+            self.gram[k][i] = d;
         }
-        let gamma = a.cholesky().map(|ch| ch.solve(&b)).filter(|g| g.iter().all(|v| v.is_finite()));
+        self.gram[k][k] = reduce(&sums[1]);
+        let mut rhs = [0.0; ANDERSON_MEMORY];
+        for (i, r) in rhs.iter_mut().enumerate().take(k) {
+            *r = reduce(&sums[3 + ANDERSON_MEMORY + i]);
+        }
+        rhs[k] = reduce(&sums[2]);
+        let mut mat = DMatrix::<f64>::from_fn(n, n, |i, j| self.gram[i][j]);
+        let reg = 1e-10 * (0..n).map(|i| mat[(i, i)]).fold(0.0, f64::max) + f64::MIN_POSITIVE;
+        for i in 0..n {
+            mat[(i, i)] += reg;
+        }
+        let rhs = DVector::<f64>::from_fn(n, |i, _| rhs[i]);
+        let gamma =
+            mat.cholesky().map(|ch| ch.solve(&rhs)).filter(|g| g.iter().all(|v| v.is_finite()));
         match gamma {
             Some(gamma) => {
                 let dg: Vec<&[f64]> = self.dg.iter().map(|d| &d[..]).collect();
-                COMBINE[k - 1](&dg, gamma.as_slice(), &g, out);
+                aa_combine_wide(&dg, gamma.as_slice(), &self.g, sqrt_rho, u, s, w);
             }
-            None => out.copy_from_slice(&g),
+            None => aa_combine_wide(&[], &[], &self.g, sqrt_rho, u, s, w),
         }
-        self.last = Some((f, g));
-        Some((f0, g0))
     }
 }
 
-/// [`differences`] for one count of older differences.
-type Differences = fn(
-    &[&[f64]],
-    [&[f64]; 4],
-    &mut [f64],
-    &mut [f64],
-) -> ([f64; ANDERSON_MEMORY], [f64; ANDERSON_MEMORY]);
-/// [`combine`] for one count of differences.
-type Combine = fn(&[&[f64]], &[f64], &[f64], &mut [f64]);
+wide_fn! {
+    fn aa_first_wide(v: &[f64], sr: &[f64], u: &[f64], f: &mut [f64], g: &mut [f64]) -> f64 =
+        aa_first_kernel;
+}
 
-/// [`differences`] by the count of older differences, 0 to `ANDERSON_MEMORY` − 1 (the
-/// array's length is checked against `ANDERSON_MEMORY` when compiled).
-const DIFFERENCES: [Differences; ANDERSON_MEMORY] =
-    [differences::<0>, differences::<1>, differences::<2>, differences::<3>, differences::<4>];
-/// [`combine`] by the count of differences less one.
-const COMBINE: [Combine; ANDERSON_MEMORY] =
-    [combine::<1>, combine::<2>, combine::<3>, combine::<4>, combine::<5>];
+/// g = √ρ v, f = g − u; returns ‖f‖² (by lanes).
+#[inline(always)]
+fn aa_first_kernel(v: &[f64], sr: &[f64], u: &[f64], f: &mut [f64], g: &mut [f64]) -> f64 {
+    let n = v.len();
+    let (sr, u, f, g) = (&sr[..n], &u[..n], &mut f[..n], &mut g[..n]);
+    let mut ff = [0.0; LANES];
+    for j in 0..n {
+        let gn = sr[j] * v[j];
+        let fnw = gn - u[j];
+        g[j] = gn;
+        f[j] = fnw;
+        ff[j % LANES] += fnw * fnw;
+    }
+    reduce(&ff)
+}
 
-/// One pass of [`Anderson::step`] with `K` older differences `older`: from
-/// `[f, f₀, g, g₀]`, the differences a = f − f₀ and b = g − g₀; returns the products of
-/// the older Δf's with a, then a·a (the Gram matrix's new column), and those of the older
-/// Δf's with f, then a·f (the right-hand side). Each sum is added to in order, from −0, as
-/// a dot product of its own.
-fn differences<const K: usize>(
-    older: &[&[f64]],
-    [f, f0, g, g0]: [&[f64]; 4],
+wide_fn! {
+    #[allow(clippy::too_many_arguments)]
+    fn aa_pass_wide(
+        v: &[f64],
+        sr: &[f64],
+        u: &[f64],
+        f: &mut [f64],
+        g: &mut [f64],
+        a: &mut [f64],
+        b: &mut [f64],
+        older: &[&[f64]],
+        sums: &mut LaneSums,
+    ) = aa_pass_kernel;
+}
+
+/// One pass: the new g = √ρ v and f = g − u (over the last ones in `f`, `g`), the
+/// differences a = Δf, b = Δg, and the partial sums of [`LaneSums`].
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn aa_pass_kernel(
+    v: &[f64],
+    sr: &[f64],
+    u: &[f64],
+    f: &mut [f64],
+    g: &mut [f64],
     a: &mut [f64],
     b: &mut [f64],
-) -> ([f64; ANDERSON_MEMORY], [f64; ANDERSON_MEMORY]) {
-    let len = f.len();
-    let (f0, g, g0, a, b) = (&f0[..len], &g[..len], &g0[..len], &mut a[..len], &mut b[..len]);
-    let older: [&[f64]; K] = std::array::from_fn(|i| &older[i][..len]);
-    let (mut gram, mut rhs) = ([-0.0f64; ANDERSON_MEMORY], [-0.0f64; ANDERSON_MEMORY]);
-    for j in 0..len {
-        let d = f[j] - f0[j];
-        a[j] = d;
-        b[j] = g[j] - g0[j];
-        for i in 0..K {
-            gram[i] += older[i][j] * d;
-            rhs[i] += older[i][j] * f[j];
-        }
-        gram[K] += d * d;
-        rhs[K] += d * f[j];
+    older: &[&[f64]],
+    sums: &mut LaneSums,
+) {
+    match older.len() {
+        0 => aa_pass_k::<0>(v, sr, u, f, g, a, b, older, sums),
+        1 => aa_pass_k::<1>(v, sr, u, f, g, a, b, older, sums),
+        2 => aa_pass_k::<2>(v, sr, u, f, g, a, b, older, sums),
+        3 => aa_pass_k::<3>(v, sr, u, f, g, a, b, older, sums),
+        _ => aa_pass_k::<4>(v, sr, u, f, g, a, b, older, sums),
     }
-    (gram, rhs)
 }
 
-/// The other pass of [`Anderson::step`], with `K` differences: out = g − Σᵢ γᵢ Δgᵢ,
-/// subtracted in order.
-fn combine<const K: usize>(dg: &[&[f64]], gamma: &[f64], g: &[f64], out: &mut [f64]) {
-    let len = g.len();
-    let out = &mut out[..len];
-    let dg: [&[f64]; K] = std::array::from_fn(|i| &dg[i][..len]);
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn aa_pass_k<const K: usize>(
+    v: &[f64],
+    sr: &[f64],
+    u: &[f64],
+    f: &mut [f64],
+    g: &mut [f64],
+    a: &mut [f64],
+    b: &mut [f64],
+    older: &[&[f64]],
+    sums: &mut LaneSums,
+) {
+    type Lane = [f64; LANES];
+    let n = v.len();
+    let full = n / LANES * LANES;
+    let older: [&[f64]; K] = std::array::from_fn(|i| &older[i][..n]);
+    let (mut ff, mut dd, mut df) = (sums[0], sums[1], sums[2]);
+    let mut od: [Lane; K] = std::array::from_fn(|i| sums[3 + i]);
+    let mut of: [Lane; K] = std::array::from_fn(|i| sums[3 + ANDERSON_MEMORY + i]);
+    let lane = |x: &[f64], c: usize| -> Lane { x[c..c + LANES].try_into().expect("a lane") };
+    let mut c = 0;
+    while c < full {
+        let (vc, sc, uc) = (lane(v, c), lane(sr, c), lane(u, c));
+        let (f0, g0) = (lane(f, c), lane(g, c));
+        let mut d: Lane = [0.0; LANES];
+        let mut fl: Lane = [0.0; LANES];
+        let mut gl: Lane = [0.0; LANES];
+        let mut bl: Lane = [0.0; LANES];
+        for l in 0..LANES {
+            gl[l] = sc[l] * vc[l];
+            fl[l] = gl[l] - uc[l];
+            d[l] = fl[l] - f0[l];
+            bl[l] = gl[l] - g0[l];
+        }
+        a[c..c + LANES].copy_from_slice(&d);
+        b[c..c + LANES].copy_from_slice(&bl);
+        f[c..c + LANES].copy_from_slice(&fl);
+        g[c..c + LANES].copy_from_slice(&gl);
+        for l in 0..LANES {
+            ff[l] += fl[l] * fl[l];
+            dd[l] += d[l] * d[l];
+            df[l] += d[l] * fl[l];
+        }
+        for i in 0..K {
+            let o = lane(older[i], c);
+            for l in 0..LANES {
+                od[i][l] += o[l] * d[l];
+                of[i][l] += o[l] * fl[l];
+            }
+        }
+        c += LANES;
+    }
+    // The last rows, each in its own lane.
+    for j in full..n {
+        let l = j - full;
+        let gn = sr[j] * v[j];
+        let fnw = gn - u[j];
+        let d = fnw - f[j];
+        a[j] = d;
+        b[j] = gn - g[j];
+        f[j] = fnw;
+        g[j] = gn;
+        ff[l] += fnw * fnw;
+        dd[l] += d * d;
+        df[l] += d * fnw;
+        for i in 0..K {
+            od[i][l] += older[i][j] * d;
+            of[i][l] += older[i][j] * fnw;
+        }
+    }
+    sums[0] = ff;
+    sums[1] = dd;
+    sums[2] = df;
+    for i in 0..K {
+        sums[3 + i] = od[i];
+        sums[3 + ANDERSON_MEMORY + i] = of[i];
+    }
+}
+
+wide_fn! {
+    #[allow(clippy::too_many_arguments)]
+    fn aa_combine_wide(
+        dg: &[&[f64]],
+        gamma: &[f64],
+        g: &[f64],
+        sr: &[f64],
+        out: &mut [f64],
+        s: &mut [f64],
+        w: &mut [f64],
+    ) = aa_combine_kernel;
+}
+
+/// out = g − Σᵢ γᵢ Δgᵢ, subtracted in order, and its unscaled v = out / √ρ into `w` and
+/// `s` (to be projected).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn aa_combine_kernel(
+    dg: &[&[f64]],
+    gamma: &[f64],
+    g: &[f64],
+    sr: &[f64],
+    out: &mut [f64],
+    s: &mut [f64],
+    w: &mut [f64],
+) {
+    match dg.len() {
+        0 => aa_combine_k::<0>(dg, gamma, g, sr, out, s, w),
+        1 => aa_combine_k::<1>(dg, gamma, g, sr, out, s, w),
+        2 => aa_combine_k::<2>(dg, gamma, g, sr, out, s, w),
+        3 => aa_combine_k::<3>(dg, gamma, g, sr, out, s, w),
+        4 => aa_combine_k::<4>(dg, gamma, g, sr, out, s, w),
+        _ => aa_combine_k::<5>(dg, gamma, g, sr, out, s, w),
+    }
+}
+
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn aa_combine_k<const K: usize>(
+    dg: &[&[f64]],
+    gamma: &[f64],
+    g: &[f64],
+    sr: &[f64],
+    out: &mut [f64],
+    s: &mut [f64],
+    w: &mut [f64],
+) {
+    let n = g.len();
+    let (sr, out, s, w) = (&sr[..n], &mut out[..n], &mut s[..n], &mut w[..n]);
+    let dg: [&[f64]; K] = std::array::from_fn(|i| &dg[i][..n]);
     let gamma: [f64; K] = std::array::from_fn(|i| gamma[i]);
-    for j in 0..len {
+    for j in 0..n {
         let mut o = g[j];
         for i in 0..K {
             o -= gamma[i] * dg[i][j];
         }
         out[j] = o;
+        let x = o / sr[j];
+        w[j] = x;
+        s[j] = x;
     }
 }
 
@@ -281,7 +482,8 @@ fn half_of_the_cones(cones: &[SupportedConeT<f64>], m: usize) -> (usize, usize) 
 
 /// The s- and z-updates of the rows `r0..r0 + cx.len()`, those of `cones`, from their C x
 /// and the previous s and z (`acc`: Anderson's whole vectors, else the buffers' own):
-/// s = Π_K(ŵ − P⁻¹z) and z = P(s − (ŵ − P⁻¹z)) with ŵ = α(Cx − r) + (1 − α)s.
+/// v = ŵ − P⁻¹z with ŵ = α(Cx − r) + (1 − α)s, then, if `project_too`, s = Π_K(v) and
+/// z = P(s − v).
 #[allow(clippy::too_many_arguments)]
 fn update_s_z(
     r0: usize,
@@ -293,6 +495,7 @@ fn update_s_z(
     v: &mut [f64],
     s: &mut [f64],
     z: &mut [f64],
+    project_too: bool,
 ) {
     let rows = r0..r0 + cx.len();
     match acc {
@@ -305,6 +508,9 @@ fn update_s_z(
             v,
         ),
         None => relaxed_wide(cx, &r[rows.clone()], &rho[rows.clone()], s, z, v),
+    }
+    if !project_too {
+        return;
     }
     s.copy_from_slice(v);
     project(cones, s);
@@ -615,7 +821,7 @@ fn solve_on(problem: &Problem, pair: Option<&Pair>) -> AdmmOutcome {
     };
     let inv_mass = factor.inv_mass().to_vec();
     let mut sigma = sigma_start.clamp(SIGMA_RANGE.0, SIGMA_RANGE.1);
-    let accelerate = ANDERSON_MEMORY > 0 && tolerance < ANDERSON_BELOW;
+    let accelerate = tolerance < ANDERSON_BELOW;
     let mut anderson = false;
     let tail_test = tail_test && tolerance < ANDERSON_BELOW;
     // In the stationarity tail: the last full check's stationarity and ‖w‖∞ then.
@@ -667,21 +873,20 @@ fn solve_on(problem: &Problem, pair: Option<&Pair>) -> AdmmOutcome {
     let mut s: Vec<f64> = qp.c_mul(&x).iter().zip(&qp.r).map(|(a, b)| a - b).collect();
     project(&cq.cones, &mut s);
 
+    // Anderson acceleration's input u = √ρ v, and the (s, z) it gives.
+    let mut aa = Anderson::new(if accelerate { m } else { 0 });
+    let frictional = cq.cones.iter().any(|c| matches!(c, SupportedConeT::SecondOrderConeT(_)));
+    let accelerate_after =
+        if frictional && m >= ANDERSON_EARLY_ROWS { ANDERSON_AFTER } else { ANDERSON_AFTER_LATE };
     let mut s_acc = s.clone();
     let mut z_acc = z.clone();
-    let encode = |s: &[f64], z: &[f64], rho: &[f64]| -> Vec<f64> {
-        let mut u = vec![0.0; 2 * m];
-        for k in 0..m {
-            let r = rho[k].sqrt();
-            u[k] = r * s[k];
-            u[m + k] = z[k] / r;
-        }
-        u
+    let mut v_acc = vec![0.0; if accelerate { m } else { 0 }];
+    let encode = |s: &[f64], z: &[f64], rho: &[f64], u: &mut Vec<f64>| {
+        u.clear();
+        u.extend((0..m).map(|k| rho[k].sqrt() * (s[k] - z[k] / rho[k])));
     };
     let mut sqrt_rho: Vec<f64> = rho.iter().map(|r| r.sqrt()).collect();
-    let mut input = encode(&s, &z, &rho);
-    let mut aa = Anderson::new();
-    let mut best_f = f64::INFINITY;
+    let mut u = Vec::new();
     let mut certificate = unsolved;
     let mut next_check = 1;
     let mut last_adapt = 0;
@@ -691,7 +896,6 @@ fn solve_on(problem: &Problem, pair: Option<&Pair>) -> AdmmOutcome {
     // (f, g) of two steps back.
     let mut rhs = vec![0.0; n];
     let mut cx = vec![0.0; m];
-    let mut spare: Option<(Vec<f64>, Vec<f64>)> = None;
     let mut it = 0;
     let mut factorisations = 0u32;
     let mut failed = false;
@@ -708,12 +912,12 @@ fn solve_on(problem: &Problem, pair: Option<&Pair>) -> AdmmOutcome {
     });
     while it < max_iterations {
         // x-update.
-        if accelerate && !anderson && it >= ANDERSON_AFTER {
+        if accelerate && !anderson && it >= accelerate_after {
             // Switch the acceleration on, from the current iterate.
             anderson = true;
             s_acc.copy_from_slice(&s);
             z_acc.copy_from_slice(&z);
-            input = encode(&s, &z, &rho);
+            encode(&s, &z, &rho, &mut u);
         }
         let (zi, si) = if anderson { (&z_acc, &s_acc) } else { (&z, &s) };
         match two {
@@ -764,6 +968,10 @@ fn solve_on(problem: &Problem, pair: Option<&Pair>) -> AdmmOutcome {
         std::mem::swap(&mut x, &mut rhs);
         // s- and z-updates.
         let acc = anderson.then_some((&s_acc[..], &z_acc[..]));
+        // With the acceleration on v, s and z are made from v only where they are read: at
+        // the checks, in the stationarity tail and at the last iteration.
+        let project_too =
+            !anderson || tail.is_some() || it + 1 == next_check || it + 1 >= max_iterations;
         match two {
             Some((pair, rows)) => {
                 let (cx0, cx1) = cx.split_at_mut(split_row);
@@ -781,38 +989,30 @@ fn solve_on(problem: &Problem, pair: Option<&Pair>) -> AdmmOutcome {
                         (split_row, &cq.cones[split_cone..])
                     };
                     rows.mul_rows(r0, x, cx);
-                    update_s_z(r0, cones, &qp.r, &rho, acc, cx, v, s, z);
+                    update_s_z(r0, cones, &qp.r, &rho, acc, cx, v, s, z, project_too);
                 });
             }
             None => {
                 qp.c_mul_into(&x, &mut cx);
-                update_s_z(0, &cq.cones, &qp.r, &rho, acc, &cx, &mut v, &mut s, &mut z);
+                update_s_z(
+                    0,
+                    &cq.cones,
+                    &qp.r,
+                    &rho,
+                    acc,
+                    &cx,
+                    &mut v,
+                    &mut s,
+                    &mut z,
+                    project_too,
+                );
             }
         }
-        // Anderson acceleration of the map (s, z) → (s⁺, z⁺), in the coordinates
-        // (√ρ s, z/√ρ) where both parts have one scale.
+        // Anderson acceleration of v → v⁺ (v is in `v`): the next input's s and z.
         if anderson {
-            // Every entry is written below.
-            let (mut f, mut g) =
-                spare.take().unwrap_or_else(|| (vec![0.0; 2 * m], vec![0.0; 2 * m]));
-            for k in 0..m {
-                let r = sqrt_rho[k];
-                g[k] = r * s[k];
-                g[m + k] = z[k] / r;
-                f[k] = g[k] - input[k];
-                f[m + k] = g[m + k] - input[m + k];
-            }
-            let fnorm = f.iter().map(|a| a * a).sum::<f64>().sqrt();
-            if fnorm > 10.0 * best_f {
-                aa.clear();
-            }
-            best_f = best_f.min(fnorm);
-            spare = aa.step(f, g, &mut input);
-            for k in 0..m {
-                let r = sqrt_rho[k];
-                s_acc[k] = input[k] / r;
-                z_acc[k] = input[m + k] * r;
-            }
+            aa.step(&v, &sqrt_rho, &mut u, &mut s_acc, &mut v_acc);
+            project(&cq.cones, &mut s_acc);
+            multiplier_wide(&rho, &s_acc, &v_acc, &mut z_acc);
         }
         it += 1;
         // The stationarity tail: between the checks, the certificate is computed when the
@@ -895,10 +1095,9 @@ fn solve_on(problem: &Problem, pair: Option<&Pair>) -> AdmmOutcome {
                     last_adapt = it;
                     tail = None;
                     aa.clear();
-                    best_f = f64::INFINITY;
                     s_acc.copy_from_slice(&s);
                     z_acc.copy_from_slice(&z);
-                    input = encode(&s, &z, &rho);
+                    encode(&s, &z, &rho, &mut u);
                 }
             }
         }
@@ -999,101 +1198,137 @@ mod tests {
         assert_eq!(lagging_cones(&cones, &cx, &r, &z, &halved, 3e-3), vec![(0, 3), (3, 3)]);
     }
 
-    /// [`Anderson::step`] as it was before its passes were fused (session 30): each dot
-    /// product and each update of `out` a loop of its own.
-    struct ReferenceAnderson {
-        last: Option<(Vec<f64>, Vec<f64>)>,
-        df: VecDeque<Vec<f64>>,
-        dg: VecDeque<Vec<f64>>,
-        gram: Vec<f64>,
-    }
-
-    impl ReferenceAnderson {
-        fn step(&mut self, f: Vec<f64>, g: Vec<f64>, out: &mut [f64]) {
-            let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
-            let mem = ANDERSON_MEMORY;
-            if let Some((f0, g0)) = self.last.take() {
-                if self.df.len() == mem {
-                    self.df.pop_front();
-                    self.dg.pop_front();
-                    for i in 0..mem - 1 {
-                        for j in 0..mem - 1 {
-                            self.gram[i * mem + j] = self.gram[(i + 1) * mem + j + 1];
-                        }
-                    }
-                }
-                self.df.push_back(f.iter().zip(&f0).map(|(x, y)| x - y).collect());
-                self.dg.push_back(g.iter().zip(&g0).map(|(x, y)| x - y).collect());
-                let k = self.df.len();
-                let new = &self.df[k - 1];
-                for i in 0..k {
-                    let d = dot(&self.df[i], new);
-                    self.gram[i * mem + k - 1] = d;
-                    self.gram[(k - 1) * mem + i] = d;
-                }
-            }
-            let k = self.df.len();
-            out.copy_from_slice(&g);
-            if k > 0 {
-                let mut a = DMatrix::<f64>::from_fn(k, k, |i, j| self.gram[i * mem + j]);
-                let b = DVector::<f64>::from_fn(k, |i, _| dot(&self.df[i], &f));
-                let reg = 1e-10 * (0..k).map(|i| a[(i, i)]).fold(0.0, f64::max) + f64::MIN_POSITIVE;
-                for i in 0..k {
-                    a[(i, i)] += reg;
-                }
-                if let Some(ch) = a.cholesky() {
-                    let gamma = ch.solve(&b);
-                    if gamma.iter().all(|v| v.is_finite()) {
-                        for (i, dg) in self.dg.iter().enumerate() {
-                            let gi = gamma[i];
-                            out.iter_mut().zip(dg).for_each(|(o, d)| *o -= gi * d);
-                        }
-                    }
-                }
-            }
-            self.last = Some((f, g));
-        }
-    }
-
-    /// The fused passes give the one-by-one step's answer bit for bit: a sequence of 14
-    /// steps that fills the memory, runs past it and is cleared once, on vectors with
-    /// repeated entries (zero differences) and entries of very different sizes.
+    /// A linear map u → M u + c whose M has a minimal polynomial of degree 5 (two
+    /// rotations scaled by 0.99, and zeros): the plain iteration closes 1 % of the distance
+    /// to the fixed point u* = (I − M)⁻¹c a step, while Anderson acceleration with a memory
+    /// of 5 (GMRES on I − M, for a linear map) lands on it within a few steps. A step whose
+    /// residual has grown past the safeguard drops the history and returns the plain image.
     #[test]
-    fn the_fused_anderson_step_gives_the_reference_bits() {
-        let mut next = uniform(0x2545_f491_4f6c_dd1d);
-        let len = 103;
-        let mut fused = Anderson::new();
-        let mut reference = ReferenceAnderson {
-            last: None,
-            df: VecDeque::new(),
-            dg: VecDeque::new(),
-            gram: vec![0.0; ANDERSON_MEMORY * ANDERSON_MEMORY],
-        };
-        let mut u = vec![0.0; len];
-        let (mut out, mut out_ref) = (vec![0.0; len], vec![0.0; len]);
-        let mut combined = 0;
-        for step in 0..14 {
-            if step == 9 {
-                fused.clear();
-                reference.last = None;
-                reference.df.clear();
-                reference.dg.clear();
-            }
-            // g(u): a contraction plus noise; every fifth entry held at its last value.
-            let g: Vec<f64> = (0..len)
-                .map(|j| {
-                    let scale = if j % 7 == 0 { 1e6 } else { 1.0 };
-                    if j % 5 == 0 && step > 0 { u[j] } else { 0.5 * u[j] + scale * next() }
-                })
-                .collect();
-            let f: Vec<f64> = g.iter().zip(&u).map(|(a, b)| a - b).collect();
-            reference.step(f.clone(), g.clone(), &mut out_ref);
-            fused.step(f, g.clone(), &mut out);
-            assert_eq!(bits(&out), bits(&out_ref), "step {step}");
-            combined += usize::from(out != g);
-            u.copy_from_slice(&out);
+    fn anderson_acceleration_finds_a_linear_maps_fixed_point_in_a_few_steps() {
+        let n = 11; // two lanes of 4 and a tail of 3
+        let mut mat = DMatrix::<f64>::zeros(n, n);
+        for (o, angle) in [(0, 0.3f64), (5, 1.1)] {
+            let (s, c) = angle.sin_cos();
+            mat[(o, o)] = 0.99 * c;
+            mat[(o, o + 1)] = -0.99 * s;
+            mat[(o + 1, o)] = 0.99 * s;
+            mat[(o + 1, o + 1)] = 0.99 * c;
         }
-        // The steps with a history combined their differences (not just g).
-        assert_eq!(combined, 12);
+        let c = DVector::<f64>::from_fn(n, |i, _| 1.0 + i as f64);
+        let fixed = (DMatrix::<f64>::identity(n, n) - &mat).lu().solve(&c).unwrap();
+        let error = |u: &[f64]| (DVector::from_column_slice(u) - &fixed).norm() / fixed.norm();
+        let ones = vec![1.0; n];
+        let mut aa = Anderson::new(n);
+        let mut u = vec![0.0; n];
+        let (mut s, mut w) = (vec![0.0; n], vec![0.0; n]);
+        let mut plain = DVector::<f64>::zeros(n);
+        let mut steps = 0;
+        while error(&u) > 1e-10 {
+            let image = &mat * DVector::from_column_slice(&u) + &c;
+            aa.step(image.as_slice(), &ones, &mut u, &mut s, &mut w);
+            assert_eq!(bits(&s), bits(&u), "s = u / √ρ with ρ = 1");
+            assert_eq!(bits(&w), bits(&u));
+            plain = &mat * plain + &c;
+            steps += 1;
+            assert!(steps <= 10, "not at the fixed point after 10 steps: {}", error(&u));
+        }
+        assert!(error(plain.as_slice()) > 0.3, "the plain iteration: {}", error(plain.as_slice()));
+        // A residual over the safeguard: the plain image back, the history dropped.
+        let image: Vec<f64> = fixed.iter().map(|x| x + 1.0).collect();
+        aa.step(&image, &ones, &mut u, &mut s, &mut w);
+        assert_eq!(bits(&u), bits(&image));
+        assert!(aa.df.is_empty() && aa.dg.is_empty());
+    }
+
+    /// The acceleration's kernels: the AVX2 copies give the baseline's bits, the differences
+    /// and images are the definitions', and the lanes' sums are the dot products to
+    /// rounding, for lengths with and without a tail.
+    #[test]
+    fn the_acceleration_kernels_are_exact_and_give_the_baseline_bits() {
+        let mut next = uniform(0x2545_f491_4f6c_dd1d);
+        for n in [1usize, 4, 103] {
+            let mut vec_of = || (0..n).map(|_| next()).collect::<Vec<f64>>();
+            let (v, sr, u, f0, g0) = (vec_of(), vec_of(), vec_of(), vec_of(), vec_of());
+            let older: Vec<Vec<f64>> = (0..ANDERSON_MEMORY - 1).map(|_| vec_of()).collect();
+            for k in 0..ANDERSON_MEMORY {
+                let older: Vec<&[f64]> = older[..k].iter().map(|o| &o[..]).collect();
+                let run = |wide: bool| {
+                    let (mut f, mut g) = (f0.clone(), g0.clone());
+                    let (mut a, mut b) = (vec![0.0; n], vec![0.0; n]);
+                    let mut sums: LaneSums = [[0.0; LANES]; 3 + 2 * ANDERSON_MEMORY];
+                    if wide {
+                        aa_pass_wide(
+                            &v, &sr, &u, &mut f, &mut g, &mut a, &mut b, &older, &mut sums,
+                        );
+                    } else {
+                        aa_pass_kernel(
+                            &v, &sr, &u, &mut f, &mut g, &mut a, &mut b, &older, &mut sums,
+                        );
+                    }
+                    (f, g, a, b, sums)
+                };
+                let (f, g, a, b, sums) = run(true);
+                let base = run(false);
+                assert_eq!(bits(&f), bits(&base.0));
+                assert_eq!(bits(&g), bits(&base.1));
+                assert_eq!(bits(&a), bits(&base.2));
+                assert_eq!(bits(&b), bits(&base.3));
+                let flat = |s: &LaneSums| s.iter().flatten().copied().collect::<Vec<f64>>();
+                assert_eq!(bits(&flat(&sums)), bits(&flat(&base.4)));
+                for j in 0..n {
+                    assert_eq!(g[j], sr[j] * v[j]);
+                    assert_eq!(f[j], g[j] - u[j]);
+                    assert_eq!(a[j], f[j] - f0[j]);
+                    assert_eq!(b[j], g[j] - g0[j]);
+                }
+                let dot = |x: &[f64], y: &[f64]| x.iter().zip(y).map(|(p, q)| p * q).sum::<f64>();
+                let close = |got: f64, want: f64, x: &[f64], y: &[f64]| {
+                    let scale = x.iter().zip(y).map(|(p, q)| (p * q).abs()).sum::<f64>();
+                    assert!((got - want).abs() <= 1e-14 * scale, "{got} against {want}");
+                };
+                close(reduce(&sums[0]), dot(&f, &f), &f, &f);
+                close(reduce(&sums[1]), dot(&a, &a), &a, &a);
+                close(reduce(&sums[2]), dot(&a, &f), &a, &f);
+                for (i, o) in older.iter().enumerate() {
+                    close(reduce(&sums[3 + i]), dot(o, &a), o, &a);
+                    close(reduce(&sums[3 + ANDERSON_MEMORY + i]), dot(o, &f), o, &f);
+                }
+            }
+            // The combination: g − Σ γᵢ Δgᵢ in order, and its unscaled copies.
+            let dg: Vec<Vec<f64>> = (0..ANDERSON_MEMORY).map(|_| vec_of()).collect();
+            let gamma: Vec<f64> = vec_of()[..ANDERSON_MEMORY.min(n)]
+                .iter()
+                .chain(&[0.5, -0.25, 2.0, 0.125, -3.0])
+                .take(ANDERSON_MEMORY)
+                .copied()
+                .collect();
+            let (g, sr) = (vec_of(), vec_of());
+            for k in 0..=ANDERSON_MEMORY {
+                let dg: Vec<&[f64]> = dg[..k].iter().map(|d| &d[..]).collect();
+                let run = |wide: bool| {
+                    let (mut out, mut s, mut w) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+                    if wide {
+                        aa_combine_wide(&dg, &gamma[..k], &g, &sr, &mut out, &mut s, &mut w);
+                    } else {
+                        aa_combine_kernel(&dg, &gamma[..k], &g, &sr, &mut out, &mut s, &mut w);
+                    }
+                    (out, s, w)
+                };
+                let (out, s, w) = run(true);
+                let base = run(false);
+                assert_eq!(bits(&out), bits(&base.0));
+                assert_eq!(bits(&s), bits(&base.1));
+                assert_eq!(bits(&w), bits(&base.2));
+                for j in 0..n {
+                    let mut o = g[j];
+                    for i in 0..k {
+                        o -= gamma[i] * dg[i][j];
+                    }
+                    assert_eq!(out[j], o);
+                    assert_eq!(s[j], o / sr[j]);
+                    assert_eq!(w[j], s[j]);
+                }
+            }
+        }
     }
 }
