@@ -36,7 +36,7 @@
 //! 18.3–18.5 s, and the packed heap's first step 0.86 s against 0.57 s, session 29). Below a
 //! tolerance of 1e-4 only, Anderson acceleration ([`Anderson`]) extrapolates the variable
 //! v = ŵ − P⁻¹z that s and z are made from, from the 10th iteration of a solve on islands
-//! with friction and the 100th on the others; while it runs, s and z themselves are made
+//! with friction and 30 rows or more, and the 100th on the others; while it runs, s and z themselves are made
 //! only where they are read (at the checks and in the stationarity tail). The iteration starts from the previous step's percussions matched
 //! by contact identity (z), with s = Π_K(Cx₀ − r) at x₀ = (2M)⁻¹(p + Cᵀz): when they are
 //! the answer, the first iteration returns it.
