@@ -36,10 +36,11 @@
 //! 18.3–18.5 s, and the packed heap's first step 0.86 s against 0.57 s, session 29). Below a
 //! tolerance of 1e-4 only, Anderson acceleration ([`Anderson`]) extrapolates the variable
 //! v = ŵ − P⁻¹z that s and z are made from, from the 10th iteration of a solve on islands
-//! with friction and 30 rows or more, and the 100th on the others; while it runs, s and z themselves are made
-//! only where they are read (at the checks and in the stationarity tail). The iteration starts from the previous step's percussions matched
-//! by contact identity (z), with s = Π_K(Cx₀ − r) at x₀ = (2M)⁻¹(p + Cᵀz): when they are
-//! the answer, the first iteration returns it.
+//! with friction and 30 rows or more, and the 100th on the others; while it runs, s and z
+//! themselves are made only where they are read (at the checks and in the stationarity
+//! tail). The iteration starts from the previous step's percussions matched by contact
+//! identity (z), with s = Π_K(Cx₀ − r) at x₀ = (2M)⁻¹(p + Cᵀz): when they are the answer,
+//! the first iteration returns it.
 //!
 //! # Certificate
 //!
@@ -301,6 +302,8 @@ fn aa_pass_kernel(
     older: &[&[f64]],
     sums: &mut LaneSums,
 ) {
+    // At most ANDERSON_MEMORY − 1 older differences: the oldest leaves before a new one.
+    debug_assert!(older.len() < ANDERSON_MEMORY);
     match older.len() {
         0 => aa_pass_k::<0>(v, sr, u, f, g, a, b, older, sums),
         1 => aa_pass_k::<1>(v, sr, u, f, g, a, b, older, sums),
@@ -892,8 +895,7 @@ fn solve_on(problem: &Problem, pair: Option<&Pair>) -> AdmmOutcome {
     let mut last_adapt = 0;
     let mut rhs_z = vec![0.0; m];
     let mut v = vec![0.0; m];
-    // Buffers reused by every iteration: Cᵀ(...) + p and its solve, C x, and Anderson's
-    // (f, g) of two steps back.
+    // Buffers reused by every iteration: Cᵀ(...) + p and its solve, and C x.
     let mut rhs = vec![0.0; n];
     let mut cx = vec![0.0; m];
     let mut it = 0;
