@@ -178,6 +178,12 @@ impl Anderson {
         self.drop_history();
     }
 
+    /// Two buffers of m rows for new differences, reused where there are some.
+    fn buffers(&mut self, m: usize) -> (Vec<f64>, Vec<f64>) {
+        let mut new = || self.spare.pop().unwrap_or_else(|| vec![0.0; m]);
+        (new(), new())
+    }
+
     fn drop_history(&mut self) {
         self.spare.extend(self.df.drain(..));
         self.spare.extend(self.dg.drain(..));
@@ -188,8 +194,13 @@ impl Anderson {
     fn step(&mut self, v: &[f64], sqrt_rho: &[f64], u: &mut [f64], s: &mut [f64], w: &mut [f64]) {
         let m = v.len();
         if !self.has_last {
-            let ff = aa_first_wide(v, sqrt_rho, u, &mut self.f, &mut self.g);
-            self.best = self.best.min(ff.sqrt());
+            // The image and residual only (the differences with the stale f, g are dropped).
+            let (mut a, mut b) = self.buffers(m);
+            let mut sums: LaneSums = [[0.0; LANES]; 3 + 2 * ANDERSON_MEMORY];
+            let (f, g) = (&mut self.f, &mut self.g);
+            aa_pass_wide(Pass { v, sr: sqrt_rho, u, f, g, a: &mut a, b: &mut b }, &[], &mut sums);
+            self.spare.extend([a, b]);
+            self.best = self.best.min(reduce(&sums[0]).sqrt());
             aa_combine_wide(&[], &[], &self.g, sqrt_rho, u, s, w);
             self.has_last = true;
             return;
@@ -202,13 +213,13 @@ impl Anderson {
             }
             (self.df.pop_front().expect("a full history"), self.dg.pop_front().expect("Δg"))
         } else {
-            let mut new = || self.spare.pop().unwrap_or_else(|| vec![0.0; m]);
-            (new(), new())
+            self.buffers(m)
         };
         let older: Vec<&[f64]> = self.df.iter().map(|d| &d[..]).collect();
         let k = older.len();
         let mut sums: LaneSums = [[0.0; LANES]; 3 + 2 * ANDERSON_MEMORY];
-        aa_pass_wide(v, sqrt_rho, u, &mut self.f, &mut self.g, &mut a, &mut b, &older, &mut sums);
+        let (f, g) = (&mut self.f, &mut self.g);
+        aa_pass_wide(Pass { v, sr: sqrt_rho, u, f, g, a: &mut a, b: &mut b }, &older, &mut sums);
         let fnorm = reduce(&sums[0]).sqrt();
         if fnorm > ANDERSON_SAFEGUARD * self.best {
             // A plain step, from this image, without the history.
@@ -251,81 +262,40 @@ impl Anderson {
     }
 }
 
-wide_fn! {
-    fn aa_first_wide(v: &[f64], sr: &[f64], u: &[f64], f: &mut [f64], g: &mut [f64]) -> f64 =
-        aa_first_kernel;
-}
-
-/// g = √ρ v, f = g − u; returns ‖f‖² (by lanes).
-#[inline(always)]
-fn aa_first_kernel(v: &[f64], sr: &[f64], u: &[f64], f: &mut [f64], g: &mut [f64]) -> f64 {
-    let n = v.len();
-    let (sr, u, f, g) = (&sr[..n], &u[..n], &mut f[..n], &mut g[..n]);
-    let mut ff = [0.0; LANES];
-    for j in 0..n {
-        let gn = sr[j] * v[j];
-        let fnw = gn - u[j];
-        g[j] = gn;
-        f[j] = fnw;
-        ff[j % LANES] += fnw * fnw;
-    }
-    reduce(&ff)
+/// The rows of one pass of the acceleration: the image v (unscaled), √ρ, the last input u,
+/// the last f and g (overwritten with the new ones), and the new differences a = Δf, b = Δg.
+struct Pass<'a> {
+    v: &'a [f64],
+    sr: &'a [f64],
+    u: &'a [f64],
+    f: &'a mut [f64],
+    g: &'a mut [f64],
+    a: &'a mut [f64],
+    b: &'a mut [f64],
 }
 
 wide_fn! {
-    #[allow(clippy::too_many_arguments)]
-    fn aa_pass_wide(
-        v: &[f64],
-        sr: &[f64],
-        u: &[f64],
-        f: &mut [f64],
-        g: &mut [f64],
-        a: &mut [f64],
-        b: &mut [f64],
-        older: &[&[f64]],
-        sums: &mut LaneSums,
-    ) = aa_pass_kernel;
+    fn aa_pass_wide(p: Pass<'_>, older: &[&[f64]], sums: &mut LaneSums) = aa_pass_kernel;
 }
 
 /// One pass: the new g = √ρ v and f = g − u (over the last ones in `f`, `g`), the
 /// differences a = Δf, b = Δg, and the partial sums of [`LaneSums`].
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn aa_pass_kernel(
-    v: &[f64],
-    sr: &[f64],
-    u: &[f64],
-    f: &mut [f64],
-    g: &mut [f64],
-    a: &mut [f64],
-    b: &mut [f64],
-    older: &[&[f64]],
-    sums: &mut LaneSums,
-) {
+fn aa_pass_kernel(p: Pass<'_>, older: &[&[f64]], sums: &mut LaneSums) {
     // At most ANDERSON_MEMORY − 1 older differences: the oldest leaves before a new one.
     debug_assert!(older.len() < ANDERSON_MEMORY);
     match older.len() {
-        0 => aa_pass_k::<0>(v, sr, u, f, g, a, b, older, sums),
-        1 => aa_pass_k::<1>(v, sr, u, f, g, a, b, older, sums),
-        2 => aa_pass_k::<2>(v, sr, u, f, g, a, b, older, sums),
-        3 => aa_pass_k::<3>(v, sr, u, f, g, a, b, older, sums),
-        _ => aa_pass_k::<4>(v, sr, u, f, g, a, b, older, sums),
+        0 => aa_pass_k::<0>(p, older, sums),
+        1 => aa_pass_k::<1>(p, older, sums),
+        2 => aa_pass_k::<2>(p, older, sums),
+        3 => aa_pass_k::<3>(p, older, sums),
+        _ => aa_pass_k::<4>(p, older, sums),
     }
 }
 
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn aa_pass_k<const K: usize>(
-    v: &[f64],
-    sr: &[f64],
-    u: &[f64],
-    f: &mut [f64],
-    g: &mut [f64],
-    a: &mut [f64],
-    b: &mut [f64],
-    older: &[&[f64]],
-    sums: &mut LaneSums,
-) {
+fn aa_pass_k<const K: usize>(p: Pass<'_>, older: &[&[f64]], sums: &mut LaneSums) {
+    let Pass { v, sr, u, f, g, a, b } = p;
     type Lane = [f64; LANES];
     let n = v.len();
     let full = n / LANES * LANES;
@@ -884,9 +854,9 @@ fn solve_on(problem: &Problem, pair: Option<&Pair>) -> AdmmOutcome {
     let mut s_acc = s.clone();
     let mut z_acc = z.clone();
     let mut v_acc = vec![0.0; if accelerate { m } else { 0 }];
-    let encode = |s: &[f64], z: &[f64], rho: &[f64], u: &mut Vec<f64>| {
+    let encode = |s: &[f64], z: &[f64], rho: &[f64], sqrt_rho: &[f64], u: &mut Vec<f64>| {
         u.clear();
-        u.extend((0..m).map(|k| rho[k].sqrt() * (s[k] - z[k] / rho[k])));
+        u.extend((0..m).map(|k| sqrt_rho[k] * (s[k] - z[k] / rho[k])));
     };
     let mut sqrt_rho: Vec<f64> = rho.iter().map(|r| r.sqrt()).collect();
     let mut u = Vec::new();
@@ -919,7 +889,7 @@ fn solve_on(problem: &Problem, pair: Option<&Pair>) -> AdmmOutcome {
             anderson = true;
             s_acc.copy_from_slice(&s);
             z_acc.copy_from_slice(&z);
-            encode(&s, &z, &rho, &mut u);
+            encode(&s, &z, &rho, &sqrt_rho, &mut u);
         }
         let (zi, si) = if anderson { (&z_acc, &s_acc) } else { (&z, &s) };
         match two {
@@ -1099,7 +1069,7 @@ fn solve_on(problem: &Problem, pair: Option<&Pair>) -> AdmmOutcome {
                     aa.clear();
                     s_acc.copy_from_slice(&s);
                     z_acc.copy_from_slice(&z);
-                    encode(&s, &z, &rho, &mut u);
+                    encode(&s, &z, &rho, &sqrt_rho, &mut u);
                 }
             }
         }
@@ -1258,14 +1228,12 @@ mod tests {
                     let (mut f, mut g) = (f0.clone(), g0.clone());
                     let (mut a, mut b) = (vec![0.0; n], vec![0.0; n]);
                     let mut sums: LaneSums = [[0.0; LANES]; 3 + 2 * ANDERSON_MEMORY];
+                    let p =
+                        Pass { v: &v, sr: &sr, u: &u, f: &mut f, g: &mut g, a: &mut a, b: &mut b };
                     if wide {
-                        aa_pass_wide(
-                            &v, &sr, &u, &mut f, &mut g, &mut a, &mut b, &older, &mut sums,
-                        );
+                        aa_pass_wide(p, &older, &mut sums);
                     } else {
-                        aa_pass_kernel(
-                            &v, &sr, &u, &mut f, &mut g, &mut a, &mut b, &older, &mut sums,
-                        );
+                        aa_pass_kernel(p, &older, &mut sums);
                     }
                     (f, g, a, b, sums)
                 };
