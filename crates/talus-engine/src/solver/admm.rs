@@ -74,6 +74,13 @@ pub const SIGMA_RANGE: (f64, f64) = (1e-6, 1e6);
 /// and iterations between two adaptations.
 const ADAPT_RATIO: f64 = 2.0;
 const ADAPT_EVERY: u32 = 20;
+/// [`ADAPT_EVERY`] on islands whose factor goes to faer's scalar Cholesky (large dense
+/// fronts, [`Factor::is_scalar`]), where a factorisation costs about as much as 15-20
+/// iterations (the packed heap of 1000 blocks: about 0.1 s against 5-7 ms an iteration;
+/// on the block factors of the thesis heaps a few). Measured in session 61 on the packed
+/// heap's first three steps: 14 factorisations and 518 iterations against 24 and 534 with
+/// 20; 30 and 60 did worse (18 and 529, 13 and 664).
+const ADAPT_EVERY_SCALAR: u32 = 40;
 /// While the certificate does not hold, at each adaptation the cones whose
 /// own primal distance or complementarity exceeds this share of the tolerance (in the
 /// certificate's scales) get their penalty multiplied by [`LOCAL_BOOST`], up to
@@ -793,6 +800,7 @@ fn solve_on(problem: &Problem, pair: Option<&Pair>) -> AdmmOutcome {
         return out;
     };
     let inv_mass = factor.inv_mass().to_vec();
+    let adapt_every = if factor.is_scalar() { ADAPT_EVERY_SCALAR } else { ADAPT_EVERY };
     let mut sigma = sigma_start.clamp(SIGMA_RANGE.0, SIGMA_RANGE.1);
     let accelerate = tolerance < ANDERSON_BELOW;
     let mut anderson = false;
@@ -1011,7 +1019,7 @@ fn solve_on(problem: &Problem, pair: Option<&Pair>) -> AdmmOutcome {
             // Without an adaptation due, the check only decides whether to stop, and a
             // primal residual over the tolerance decides it without the products of the
             // rest (the certificate is computed in full before it is used or returned).
-            let adapt = it >= last_adapt + ADAPT_EVERY;
+            let adapt = it >= last_adapt + adapt_every;
             // cx holds C x of this iterate (the s-update's).
             let fails = !adapt && it < max_iterations && {
                 let primal = certifier.primal_with(&cx);

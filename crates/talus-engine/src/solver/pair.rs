@@ -165,6 +165,40 @@ impl Pair {
     }
 }
 
+/// Run `f` on this thread while `pair`'s helper, if it has joined, runs rayon's pending
+/// jobs (`rayon::yield_now`) until `f` returns, so that what `f` hands to rayon (faer's
+/// parallel kernels, `Par::rayon`) runs on both threads. Without a pair, `f` runs alone.
+/// The helper may also take another island's job from rayon's queues; this thread then
+/// waits for it before returning, as it waits for any half.
+pub(crate) fn with_rayon<T: Send>(pair: Option<&Pair>, f: impl FnOnce() -> T + Send) -> T {
+    let Some(pair) = pair else { return f() };
+    let over = AtomicBool::new(false);
+    let job = Mutex::new(Some(f));
+    let out = Mutex::new(None);
+    let half = |k: usize| {
+        if k == 0 {
+            // Release the helper even if `f` panics (`Pair::run` waits for its half).
+            struct Over<'a>(&'a AtomicBool);
+            impl Drop for Over<'_> {
+                fn drop(&mut self) {
+                    self.0.store(true, Ordering::Release);
+                }
+            }
+            let _over = Over(&over);
+            let f = job.lock().expect("the job's lock").take().expect("half 0 runs once");
+            *out.lock().expect("the answer's lock") = Some(f());
+        } else {
+            while !over.load(Ordering::Acquire) {
+                if rayon::yield_now() != Some(rayon::Yield::Executed) {
+                    std::hint::spin_loop();
+                }
+            }
+        }
+    };
+    pair.run(&half);
+    out.into_inner().expect("the answer's lock").expect("half 0 ran")
+}
+
 /// `f` on each of two parts, one after the other, or at once on `pair`.
 pub(crate) fn both<S: Send>(pair: Option<&Pair>, parts: [S; 2], f: impl Fn(&mut S) + Sync) {
     let parts = parts.map(Mutex::new);
@@ -261,5 +295,49 @@ mod tests {
         }
         assert!(!early.load(Ordering::SeqCst), "the solve unwound while the helper ran");
         assert!(helped > 0, "the helper never took the second half");
+    }
+
+    /// What the caller of [`with_rayon`] hands to rayon is done on the helper too: over
+    /// 20 solves, some of the joins' second halves ran on another thread than the caller's,
+    /// and every answer is the closure's. A panic in the closure reaches the caller and
+    /// releases the helper (the solve returns).
+    #[test]
+    fn with_rayon_lends_the_helper_to_rayon_and_releases_it_on_a_panic() {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().expect("a pool");
+        let mut elsewhere = 0;
+        for t in 0..20u64 {
+            let (sum, moved) = pool.install(|| {
+                Pair::solve(|pair| {
+                    let pair = pair.expect("two threads");
+                    for _ in 0..200 {
+                        pair.run(&|_| std::hint::black_box(()));
+                    }
+                    with_rayon(Some(pair), || {
+                        let caller = std::thread::current().id();
+                        let work = |k: u64| -> (u64, bool) {
+                            std::thread::sleep(std::time::Duration::from_millis(5));
+                            (k * t, std::thread::current().id() != caller)
+                        };
+                        let ((a, _), (b, moved)) = rayon::join(|| work(1), || work(2));
+                        (a + b, moved)
+                    })
+                })
+            });
+            assert_eq!(sum, 3 * t);
+            elsewhere += moved as u32;
+        }
+        assert!(elsewhere > 0, "the helper never ran a job handed to rayon");
+        let outcome = pool.install(|| {
+            catch_unwind(AssertUnwindSafe(|| {
+                Pair::solve(|pair| {
+                    let pair = pair.expect("two threads");
+                    for _ in 0..200 {
+                        pair.run(&|_| std::hint::black_box(()));
+                    }
+                    with_rayon(Some(pair), || -> u32 { panic!("the closure") })
+                })
+            }))
+        });
+        assert!(outcome.is_err(), "the panic reaches the caller");
     }
 }

@@ -58,7 +58,7 @@ use crate::solver::assembly::{NO_BODY, Qp, RowBlocks};
 use crate::solver::block_cholesky::{BlockCholesky, Columns, add_outer};
 use crate::solver::clarabel::{QpOutcome, QpStatus, SolverUsed, kkt_residuals, solve_clarabel};
 use crate::solver::nlgs::ContactImpulse;
-use crate::solver::pair::Pair;
+use crate::solver::pair::{Pair, with_rayon};
 use faer::dyn_stack::{MemBuffer, MemStack, StackReq};
 use faer::linalg::solvers::{Llt, Solve};
 use faer::sparse::linalg::amd;
@@ -343,6 +343,11 @@ struct BlockK {
 /// faer's 6.1-11.9 s).
 const BLOCK_WORK_MAX: f64 = 2000.0;
 
+/// faer's threads for a scalar factorisation that has a [`Pair`] (its helper takes rayon's
+/// jobs meanwhile, [`with_rayon`]). The packed heap of 1000 blocks (3.5 million entries in
+/// L, about 0.1 s a factorisation): 0.6-0.8 of one thread's time (session 61).
+const SCALAR_PAR: Par = Par::Rayon(std::num::NonZeroUsize::new(2).expect("2 > 0"));
+
 /// K in faer's compressed columns (upper triangle, the bodies' order, each body's six
 /// unknowns together) and its factor.
 struct ScalarK {
@@ -401,6 +406,7 @@ impl ScalarK {
         .ok()?;
         let scratch = MemBuffer::try_new(StackReq::any_of(&[
             symbolic.factorize_numeric_llt_scratch::<f64>(Par::Seq, Default::default()),
+            symbolic.factorize_numeric_llt_scratch::<f64>(SCALAR_PAR, Default::default()),
             symbolic.solve_in_place_scratch::<f64>(1, Par::Seq),
         ]))
         .ok()?;
@@ -409,7 +415,8 @@ impl ScalarK {
         Some(ScalarK { colptr, rowval, source, values, symbolic, l_values, scratch })
     }
 
-    fn factorise(&mut self, diag: &[Matrix6<f64>], lower: &[Matrix6<f64>]) -> bool {
+    /// Factorise K (from its blocks), with faer's kernels on `par`'s threads.
+    fn factorise(&mut self, diag: &[Matrix6<f64>], lower: &[Matrix6<f64>], par: Par) -> bool {
         for (v, &(d, k, a, b)) in self.values.iter_mut().zip(&self.source) {
             let m = if d { &diag[k] } else { &lower[k] };
             *v = m[(a as usize, b as usize)];
@@ -422,7 +429,7 @@ impl ScalarK {
                 SparseColMatRef::new(sym, &self.values),
                 Side::Upper,
                 Default::default(),
-                Par::Seq,
+                par,
                 MemStack::new(&mut self.scratch),
                 Default::default(),
             )
@@ -657,7 +664,15 @@ impl BlockK {
             }
         }
         match &mut self.scalar {
-            Some(sk) => sk.factorise(&self.diag, &self.lower),
+            // With a pair, faer's kernels run on its two threads (the same bits as on one:
+            // `a_scalar_factor_on_two_threads_has_the_one_thread_bits`).
+            Some(sk) => {
+                let (diag, lower) = (&self.diag, &self.lower);
+                match pair {
+                    Some(_) => with_rayon(pair, || sk.factorise(diag, lower, SCALAR_PAR)),
+                    None => sk.factorise(diag, lower, Par::Seq),
+                }
+            }
             None => self.chol.factorize(&self.diag, &self.k_positions, &self.lower, pair),
         }
     }
@@ -738,6 +753,12 @@ impl<'a> Factor<'a> {
         let mut f = Factor { qp, backend, inv_mass, rho, cache: None, scales: OnceCell::new() };
         f.set_sigma(SIGMA_POLISH);
         Some(f)
+    }
+
+    /// Whether K goes to faer's scalar Cholesky ([`BLOCK_WORK_MAX`]): a factor with large
+    /// dense fronts, whose factorisation costs many of its solves.
+    pub(crate) fn is_scalar(&self) -> bool {
+        matches!(&self.backend, Backend::Block(bk) if bk.scalar.is_some())
     }
 
     /// [`scales`] of the QP (computed on the first call).
@@ -1161,6 +1182,7 @@ pub fn try_solve_with(
 mod tests {
     use super::*;
     use crate::solver::assembly::{JumpBody, JumpContact, assemble};
+    use crate::solver::testing::bits;
     use nalgebra::{DVector, Matrix3};
 
     /// A random island of `nb` bodies and 4 `nb` contacts between random pairs (so that
@@ -1290,6 +1312,33 @@ mod tests {
             assert!(r.amax() < 1e-9 * k.amax() * scale, "residual {}", r.amax());
         }
         assert!(fill > 4.0, "{fill} block products per column: the island should have fill");
+    }
+
+    /// A scalar factor made on two threads (faer's kernels on a [`Pair`]'s threads) solves
+    /// with the bits of the one made on one thread. The island's random pairs give L dense
+    /// fronts of hundreds of columns, which faer's kernels share between the threads.
+    #[test]
+    fn a_scalar_factor_on_two_threads_has_the_one_thread_bits() {
+        let (bodies, contacts, mut rnd) = random_island(200, None);
+        let qp = assemble(&bodies, &contacts, 0.1);
+        let rows = qp.row_blocks().expect("rows of two bodies");
+        let rho: Vec<f64> = (0..qp.m()).map(|_| 0.1 + 10.0 * rnd()).collect();
+        let active = vec![true; qp.m()];
+        let b: Vec<f64> = (0..qp.n()).map(|_| rnd() - 0.5).collect();
+        let solve = |pair: Option<&Pair>| {
+            let mut bk = BlockK::new(&qp, rows, 0.0, false).expect("ordering");
+            assert!(bk.scalar.is_some());
+            assert!(bk.factorise(rows, &rho, &active, pair), "not factorised");
+            let mut x = b.clone();
+            bk.solve(&mut x, pair);
+            x
+        };
+        let one = solve(None);
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().expect("a pool");
+        for _ in 0..3 {
+            let two = pool.install(|| Pair::solve(|pair| solve(Some(pair.expect("two threads")))));
+            assert_eq!(bits(&two), bits(&one));
+        }
     }
 
     /// The block factor's H, read from the blocks the assembly summed, is H's compressed
