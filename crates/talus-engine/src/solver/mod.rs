@@ -13,6 +13,7 @@ pub mod friction;
 pub mod islands;
 pub mod nlgs;
 pub(crate) mod pair;
+pub(crate) mod supernodal;
 #[cfg(test)]
 pub(crate) mod testing;
 pub mod warm;
