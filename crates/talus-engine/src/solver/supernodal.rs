@@ -45,7 +45,14 @@ pub(crate) struct SplitSolve {
     /// Each set's copy of the right-hand side, and a buffer of a supernode's rows.
     bufs: [Vec<f64>; 2],
     rows: [Vec<f64>; 2],
+    /// A wide top supernode's columns and rows, and a block of its solved columns.
+    panel: Vec<f64>,
+    block: Vec<f64>,
 }
+
+/// Columns of a block of a wide top supernode ([`top_forward`], [`top_backward`]); top
+/// supernodes of fewer than 2 × `BLOCK` columns are solved on one thread.
+const BLOCK: usize = 64;
 
 /// The entries of L a supernode's solves read (its lower triangle and its rows below).
 fn work(n: &Node) -> f64 {
@@ -140,6 +147,7 @@ impl SplitSolve {
         let set_cols = [cols(&sets[0]), cols(&sets[1])];
         let top_cols = cols(&best_top);
         let widest = nodes.iter().map(|nd| nd.plen).max().unwrap_or(0);
+        let panel = best_top.iter().map(|&s| nodes[s].ncols + nodes[s].plen).max().unwrap_or(0);
         SplitSolve {
             nodes,
             row_idx,
@@ -149,6 +157,8 @@ impl SplitSolve {
             set_cols,
             bufs: [vec![0.0; n], vec![0.0; n]],
             rows: [vec![0.0; widest], vec![0.0; widest]],
+            panel: vec![0.0; panel],
+            block: vec![0.0; BLOCK],
         }
     }
 
@@ -161,9 +171,16 @@ impl SplitSolve {
         (w(&self.top) + w(&self.sets[0]).max(w(&self.sets[1]))) / total
     }
 
+    /// The columns of the widest supernode of the top.
+    #[cfg(test)]
+    pub(crate) fn widest_top(&self) -> usize {
+        self.top.iter().map(|&s| self.nodes[s].ncols).max().unwrap_or(0)
+    }
+
     /// Solve L Lᵀ x = b in place (`l`: L's values), the sets on `pair`'s two threads.
     pub(crate) fn solve(&mut self, x: &mut [f64], l: &[f64], pair: Option<&Pair>) {
-        let SplitSolve { nodes, row_idx, sets, top, top_cols, set_cols, bufs, rows } = self;
+        let SplitSolve { nodes, row_idx, sets, top, top_cols, set_cols, bufs, rows, panel, block } =
+            self;
         let (nodes, row_idx) = (&nodes[..], &row_idx[..]);
         let [b0, b1] = bufs;
         let [w0, w1] = rows;
@@ -184,11 +201,19 @@ impl SplitSolve {
         }
         top_cols.iter().for_each(|&c| x[c] = (x[c] + b0[c]) + b1[c]);
         for &s in top.iter() {
-            forward(nodes[s], row_idx, l, x, w0);
+            if nodes[s].ncols >= 2 * BLOCK {
+                top_forward(nodes[s], row_idx, l, x, panel, block, pair);
+            } else {
+                forward(nodes[s], row_idx, l, x, w0);
+            }
         }
         // Backward: the top, then each set on its copy.
         for &s in top.iter().rev() {
-            backward(nodes[s], row_idx, l, x, w0);
+            if nodes[s].ncols >= 2 * BLOCK {
+                top_backward(nodes[s], row_idx, l, x, panel, w0, pair);
+            } else {
+                backward(nodes[s], row_idx, l, x, w0);
+            }
         }
         {
             let y: &[f64] = x;
@@ -203,6 +228,137 @@ impl SplitSolve {
         for (k, buf) in [&*b0, &*b1].into_iter().enumerate() {
             set_cols[k].iter().for_each(|&c| x[c] = buf[c]);
         }
+    }
+}
+
+/// A wide top supernode's forward solve, by blocks of [`BLOCK`] columns: each block's
+/// triangle on this thread, then the rows below it (its own and those of `pat`) in two
+/// halves on `pair`'s threads. `t` holds the supernode's columns, then the updates of its
+/// rows below (from zero); each entry's updates come in column order whoever makes them.
+fn top_forward(
+    nd: Node,
+    row_idx: &[usize],
+    l: &[f64],
+    x: &mut [f64],
+    t: &mut [f64],
+    block: &mut [f64],
+    pair: Option<&Pair>,
+) {
+    let (nc, ld) = (nd.ncols, nd.ncols + nd.plen);
+    let v = &l[nd.val..nd.val + ld * nc];
+    let t = &mut t[..ld];
+    t[..nc].copy_from_slice(&x[nd.begin..nd.begin + nc]);
+    t[nc..].fill(0.0);
+    for j0 in (0..nc).step_by(BLOCK) {
+        let j1 = (j0 + BLOCK).min(nc);
+        for j in j0..j1 {
+            let col = &v[j * ld..j * ld + j1];
+            let xj = t[j] / col[j];
+            t[j] = xj;
+            for (ti, &lij) in t[j + 1..j1].iter_mut().zip(&col[j + 1..]) {
+                *ti -= lij * xj;
+            }
+        }
+        let xb = &mut block[..j1 - j0];
+        xb.copy_from_slice(&t[j0..j1]);
+        let xb: &[f64] = xb;
+        let below = &mut t[j1..];
+        let half = below.len() / 2;
+        let (h0, h1) = below.split_at_mut(half);
+        both(pair, [(h0, j1), (h1, j1 + half)], |(h, r0)| {
+            panel_forward(v, ld, j0, *r0, xb, h);
+        });
+    }
+    x[nd.begin..nd.begin + nc].copy_from_slice(&t[..nc]);
+    for (&r, &ti) in row_idx[nd.pat..nd.pat + nd.plen].iter().zip(&t[nc..]) {
+        x[r] += ti;
+    }
+}
+
+/// A wide top supernode's backward solve: its columns less L_bsᵀ x[pat] in two halves,
+/// then by blocks of [`BLOCK`] columns from the last: each block's columns less the rows
+/// after the block (in two halves), then its triangle on this thread.
+fn top_backward(
+    nd: Node,
+    row_idx: &[usize],
+    l: &[f64],
+    x: &mut [f64],
+    t: &mut [f64],
+    w: &mut [f64],
+    pair: Option<&Pair>,
+) {
+    let (nc, ld) = (nd.ncols, nd.ncols + nd.plen);
+    let v = &l[nd.val..nd.val + ld * nc];
+    let w = &mut w[..nd.plen];
+    for (wi, &r) in w.iter_mut().zip(&row_idx[nd.pat..nd.pat + nd.plen]) {
+        *wi = x[r];
+    }
+    let w: &[f64] = w;
+    let t = &mut t[..nc];
+    t.copy_from_slice(&x[nd.begin..nd.begin + nc]);
+    if nd.plen > 0 {
+        let (h0, h1) = t.split_at_mut(nc / 2);
+        both(pair, [(h0, 0), (h1, nc / 2)], |(h, c0)| {
+            columns_less(v, ld, *c0, nc, w, h);
+        });
+    }
+    let starts: Vec<usize> = (0..nc).step_by(BLOCK).collect();
+    for &j0 in starts.iter().rev() {
+        let j1 = (j0 + BLOCK).min(nc);
+        if j1 < nc {
+            let (left, right) = t.split_at_mut(j1);
+            let right: &[f64] = right;
+            let (h0, h1) = left[j0..].split_at_mut((j1 - j0) / 2);
+            let mid = j0 + (j1 - j0) / 2;
+            both(pair, [(h0, j0), (h1, mid)], |(h, c0)| {
+                columns_less(v, ld, *c0, j1, right, h);
+            });
+        }
+        for j in (j0..j1).rev() {
+            let col = &v[j * ld..j * ld + j1];
+            let s = dot(&col[j + 1..], &t[j + 1..j1]);
+            t[j] = (t[j] - s) / col[j];
+        }
+    }
+    x[nd.begin..nd.begin + nc].copy_from_slice(t);
+}
+
+fn panel_forward(v: &[f64], ld: usize, j0: usize, r0: usize, xb: &[f64], h: &mut [f64]) {
+    panel_forward_wide(v, ld, j0, r0, xb, h);
+}
+
+fn columns_less(v: &[f64], ld: usize, c0: usize, r0: usize, y: &[f64], h: &mut [f64]) {
+    columns_less_wide(v, ld, c0, r0, y, h);
+}
+
+wide_fn! {
+    /// [`panel_forward_kernel`].
+    fn panel_forward_wide(v: &[f64], ld: usize, j0: usize, r0: usize, xb: &[f64], h: &mut [f64]) = panel_forward_kernel;
+}
+
+wide_fn! {
+    /// [`columns_less_kernel`].
+    fn columns_less_wide(v: &[f64], ld: usize, c0: usize, r0: usize, y: &[f64], h: &mut [f64]) = columns_less_kernel;
+}
+
+/// h_i −= Σ_k L[r0 + i, j0 + k] xb_k, column after column (L column-major, leading
+/// dimension `ld`).
+#[inline(always)]
+fn panel_forward_kernel(v: &[f64], ld: usize, j0: usize, r0: usize, xb: &[f64], h: &mut [f64]) {
+    for (k, &xj) in xb.iter().enumerate() {
+        let col = &v[(j0 + k) * ld + r0..(j0 + k) * ld + r0 + h.len()];
+        for (hi, &lij) in h.iter_mut().zip(col) {
+            *hi -= lij * xj;
+        }
+    }
+}
+
+/// h_k −= Σ_i L[r0 + i, c0 + k] y_i: each column c0 + k less its rows from r0 times y.
+#[inline(always)]
+fn columns_less_kernel(v: &[f64], ld: usize, c0: usize, r0: usize, y: &[f64], h: &mut [f64]) {
+    for (k, hk) in h.iter_mut().enumerate() {
+        let col = &v[(c0 + k) * ld + r0..(c0 + k) * ld + r0 + y.len()];
+        *hk -= dot(col, y);
     }
 }
 
@@ -343,6 +499,19 @@ mod tests {
             backward_wide(1, nc, &pat, &l, 0, &mut x1, &mut w);
             backward_kernel(1, nc, &pat, &l, 0, &mut x2, &mut w);
             assert_eq!(bits(&x1), bits(&x2));
+            // The blocks' kernels: rows from 3 and columns from 1 (a panel of nc - 1).
+            if nc > 1 {
+                let xb: Vec<f64> = (0..nc - 1).map(|_| rnd()).collect();
+                let (mut h1, mut h2) = (b[..ld - 3].to_vec(), b[..ld - 3].to_vec());
+                panel_forward_wide(&l, ld, 1, 3, &xb, &mut h1);
+                panel_forward_kernel(&l, ld, 1, 3, &xb, &mut h2);
+                assert_eq!(bits(&h1), bits(&h2));
+                let y = &b[..ld - 3];
+                let (mut c1, mut c2) = (xb.clone(), xb.clone());
+                columns_less_wide(&l, ld, 1, 3, y, &mut c1);
+                columns_less_kernel(&l, ld, 1, 3, y, &mut c2);
+                assert_eq!(bits(&c1), bits(&c2));
+            }
             if plen == 0 {
                 let lm =
                     nalgebra::DMatrix::from_fn(

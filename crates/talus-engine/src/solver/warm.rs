@@ -1427,6 +1427,10 @@ mod tests {
                 .expect("supernodal")
                 .path_share();
             assert!(share < 0.9, "the longer path holds {share} of L");
+            // A top supernode wide enough to be solved by blocks on both threads.
+            let widest =
+                bk.scalar.as_ref().and_then(|sk| sk.split.as_ref()).map_or(0, |s| s.widest_top());
+            assert!(widest >= 128, "the widest top supernode has {widest} columns");
             assert!(bk.factorise(rows, &rho, &active, pair), "not factorised");
             let mut x = b.clone();
             bk.solve(&mut x, pair);
