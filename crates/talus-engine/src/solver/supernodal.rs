@@ -31,6 +31,32 @@ struct Node {
     val: usize,
 }
 
+impl Node {
+    /// The supernode's rows below and values, from the factor's row indices and L's values.
+    fn view<'a>(self, row_idx: &'a [usize], l: &'a [f64]) -> View<'a> {
+        let ld = self.ncols + self.plen;
+        View {
+            begin: self.begin,
+            nc: self.ncols,
+            ld,
+            pat: &row_idx[self.pat..self.pat + self.plen],
+            v: &l[self.val..self.val + ld * self.ncols],
+        }
+    }
+}
+
+/// A supernode as its solves read it: its first column, its `nc` columns, its rows below
+/// the diagonal block (`pat`), and its values `v`, column-major with leading dimension
+/// `ld` = nc + |pat|.
+#[derive(Clone, Copy)]
+struct View<'a> {
+    begin: usize,
+    nc: usize,
+    ld: usize,
+    pat: &'a [usize],
+    v: &'a [f64],
+}
+
 /// The split of a supernodal factor's solves (see the module's documentation).
 pub(crate) struct SplitSolve {
     nodes: Vec<Node>,
@@ -192,7 +218,7 @@ impl SplitSolve {
                 buf.copy_from_slice(b);
                 top_cols.iter().for_each(|&c| buf[c] = 0.0);
                 for &s in set.iter() {
-                    forward(nodes[s], row_idx, l, buf, w);
+                    forward_wide(nodes[s].view(row_idx, l), buf, w);
                 }
             });
         }
@@ -202,17 +228,17 @@ impl SplitSolve {
         top_cols.iter().for_each(|&c| x[c] = (x[c] + b0[c]) + b1[c]);
         for &s in top.iter() {
             if nodes[s].ncols >= 2 * BLOCK {
-                top_forward(nodes[s], row_idx, l, x, panel, block, pair);
+                top_forward(nodes[s].view(row_idx, l), x, panel, block, pair);
             } else {
-                forward(nodes[s], row_idx, l, x, w0);
+                forward_wide(nodes[s].view(row_idx, l), x, w0);
             }
         }
         // Backward: the top, then each set on its copy.
         for &s in top.iter().rev() {
             if nodes[s].ncols >= 2 * BLOCK {
-                top_backward(nodes[s], row_idx, l, x, panel, w0, pair);
+                top_backward(nodes[s].view(row_idx, l), x, panel, w0, pair);
             } else {
-                backward(nodes[s], row_idx, l, x, w0);
+                backward_wide(nodes[s].view(row_idx, l), x, w0);
             }
         }
         {
@@ -221,7 +247,7 @@ impl SplitSolve {
                 let (set, buf, w) = part;
                 buf.copy_from_slice(y);
                 for &s in set.iter().rev() {
-                    backward(nodes[s], row_idx, l, buf, w);
+                    backward_wide(nodes[s].view(row_idx, l), buf, w);
                 }
             });
         }
@@ -235,19 +261,10 @@ impl SplitSolve {
 /// triangle on this thread, then the rows below it (its own and those of `pat`) in two
 /// halves on `pair`'s threads. `t` holds the supernode's columns, then the updates of its
 /// rows below (from zero); each entry's updates come in column order whoever makes them.
-fn top_forward(
-    nd: Node,
-    row_idx: &[usize],
-    l: &[f64],
-    x: &mut [f64],
-    t: &mut [f64],
-    block: &mut [f64],
-    pair: Option<&Pair>,
-) {
-    let (nc, ld) = (nd.ncols, nd.ncols + nd.plen);
-    let v = &l[nd.val..nd.val + ld * nc];
+fn top_forward(sn: View<'_>, x: &mut [f64], t: &mut [f64], block: &mut [f64], pair: Option<&Pair>) {
+    let View { begin, nc, ld, pat, v } = sn;
     let t = &mut t[..ld];
-    t[..nc].copy_from_slice(&x[nd.begin..nd.begin + nc]);
+    t[..nc].copy_from_slice(&x[begin..begin + nc]);
     t[nc..].fill(0.0);
     for j0 in (0..nc).step_by(BLOCK) {
         let j1 = (j0 + BLOCK).min(nc);
@@ -266,11 +283,11 @@ fn top_forward(
         let half = below.len() / 2;
         let (h0, h1) = below.split_at_mut(half);
         both(pair, [(h0, j1), (h1, j1 + half)], |(h, r0)| {
-            panel_forward(v, ld, j0, *r0, xb, h);
+            panel_forward_wide(v, ld, j0, *r0, xb, h);
         });
     }
-    x[nd.begin..nd.begin + nc].copy_from_slice(&t[..nc]);
-    for (&r, &ti) in row_idx[nd.pat..nd.pat + nd.plen].iter().zip(&t[nc..]) {
+    x[begin..begin + nc].copy_from_slice(&t[..nc]);
+    for (&r, &ti) in pat.iter().zip(&t[nc..]) {
         x[r] += ti;
     }
 }
@@ -278,28 +295,19 @@ fn top_forward(
 /// A wide top supernode's backward solve: its columns less L_bsᵀ x[pat] in two halves,
 /// then by blocks of [`BLOCK`] columns from the last: each block's columns less the rows
 /// after the block (in two halves), then its triangle on this thread.
-fn top_backward(
-    nd: Node,
-    row_idx: &[usize],
-    l: &[f64],
-    x: &mut [f64],
-    t: &mut [f64],
-    w: &mut [f64],
-    pair: Option<&Pair>,
-) {
-    let (nc, ld) = (nd.ncols, nd.ncols + nd.plen);
-    let v = &l[nd.val..nd.val + ld * nc];
-    let w = &mut w[..nd.plen];
-    for (wi, &r) in w.iter_mut().zip(&row_idx[nd.pat..nd.pat + nd.plen]) {
+fn top_backward(sn: View<'_>, x: &mut [f64], t: &mut [f64], w: &mut [f64], pair: Option<&Pair>) {
+    let View { begin, nc, ld, pat, v } = sn;
+    let w = &mut w[..pat.len()];
+    for (wi, &r) in w.iter_mut().zip(pat) {
         *wi = x[r];
     }
     let w: &[f64] = w;
     let t = &mut t[..nc];
-    t.copy_from_slice(&x[nd.begin..nd.begin + nc]);
-    if nd.plen > 0 {
+    t.copy_from_slice(&x[begin..begin + nc]);
+    if !pat.is_empty() {
         let (h0, h1) = t.split_at_mut(nc / 2);
         both(pair, [(h0, 0), (h1, nc / 2)], |(h, c0)| {
-            columns_less(v, ld, *c0, nc, w, h);
+            columns_less_wide(v, ld, *c0, nc, w, h);
         });
     }
     let starts: Vec<usize> = (0..nc).step_by(BLOCK).collect();
@@ -311,7 +319,7 @@ fn top_backward(
             let (h0, h1) = left[j0..].split_at_mut((j1 - j0) / 2);
             let mid = j0 + (j1 - j0) / 2;
             both(pair, [(h0, j0), (h1, mid)], |(h, c0)| {
-                columns_less(v, ld, *c0, j1, right, h);
+                columns_less_wide(v, ld, *c0, j1, right, h);
             });
         }
         for j in (j0..j1).rev() {
@@ -320,15 +328,7 @@ fn top_backward(
             t[j] = (t[j] - s) / col[j];
         }
     }
-    x[nd.begin..nd.begin + nc].copy_from_slice(t);
-}
-
-fn panel_forward(v: &[f64], ld: usize, j0: usize, r0: usize, xb: &[f64], h: &mut [f64]) {
-    panel_forward_wide(v, ld, j0, r0, xb, h);
-}
-
-fn columns_less(v: &[f64], ld: usize, c0: usize, r0: usize, y: &[f64], h: &mut [f64]) {
-    columns_less_wide(v, ld, c0, r0, y, h);
+    x[begin..begin + nc].copy_from_slice(t);
 }
 
 wide_fn! {
@@ -362,39 +362,21 @@ fn columns_less_kernel(v: &[f64], ld: usize, c0: usize, r0: usize, y: &[f64], h:
     }
 }
 
-fn forward(nd: Node, row_idx: &[usize], l: &[f64], x: &mut [f64], w: &mut [f64]) {
-    forward_wide(nd.begin, nd.ncols, &row_idx[nd.pat..nd.pat + nd.plen], l, nd.val, x, w);
-}
-
-fn backward(nd: Node, row_idx: &[usize], l: &[f64], x: &mut [f64], w: &mut [f64]) {
-    backward_wide(nd.begin, nd.ncols, &row_idx[nd.pat..nd.pat + nd.plen], l, nd.val, x, w);
-}
-
 wide_fn! {
     /// A supernode's part of the forward solve ([`forward_kernel`]).
-    fn forward_wide(begin: usize, nc: usize, pat: &[usize], l: &[f64], val: usize, x: &mut [f64], w: &mut [f64]) = forward_kernel;
+    fn forward_wide(sn: View<'_>, x: &mut [f64], w: &mut [f64]) = forward_kernel;
 }
 
 wide_fn! {
     /// A supernode's part of the backward solve ([`backward_kernel`]).
-    fn backward_wide(begin: usize, nc: usize, pat: &[usize], l: &[f64], val: usize, x: &mut [f64], w: &mut [f64]) = backward_kernel;
+    fn backward_wide(sn: View<'_>, x: &mut [f64], w: &mut [f64]) = backward_kernel;
 }
 
-/// x_s ← L_ss⁻¹ x_s, then x[pat] −= L_bs x_s, for the supernode of `nc` columns from
-/// `begin`, rows `pat` below, values from `val` (column-major, leading dimension nc + |pat|).
+/// x_s ← L_ss⁻¹ x_s, then x[pat] −= L_bs x_s, for the supernode `sn`.
 #[inline(always)]
-fn forward_kernel(
-    begin: usize,
-    nc: usize,
-    pat: &[usize],
-    l: &[f64],
-    val: usize,
-    x: &mut [f64],
-    w: &mut [f64],
-) {
+fn forward_kernel(sn: View<'_>, x: &mut [f64], w: &mut [f64]) {
+    let View { begin, nc, ld, pat, v } = sn;
     let plen = pat.len();
-    let ld = nc + plen;
-    let v = &l[val..val + ld * nc];
     let xs = &mut x[begin..begin + nc];
     for j in 0..nc {
         let col = &v[j * ld..j * ld + nc];
@@ -420,20 +402,11 @@ fn forward_kernel(
     }
 }
 
-/// x_s ← x_s − L_bsᵀ x[pat], then x_s ← L_ssᵀ⁻¹ x_s ([`forward_kernel`]'s supernode).
+/// x_s ← x_s − L_bsᵀ x[pat], then x_s ← L_ssᵀ⁻¹ x_s, for the supernode `sn`.
 #[inline(always)]
-fn backward_kernel(
-    begin: usize,
-    nc: usize,
-    pat: &[usize],
-    l: &[f64],
-    val: usize,
-    x: &mut [f64],
-    w: &mut [f64],
-) {
+fn backward_kernel(sn: View<'_>, x: &mut [f64], w: &mut [f64]) {
+    let View { begin, nc, ld, pat, v } = sn;
     let plen = pat.len();
-    let ld = nc + plen;
-    let v = &l[val..val + ld * nc];
     let w = &mut w[..plen];
     for (wi, &r) in w.iter_mut().zip(pat) {
         *wi = x[r];
@@ -493,11 +466,12 @@ mod tests {
             let b: Vec<f64> = (0..n).map(|_| rnd()).collect();
             let mut w = vec![0.0; plen.max(1)];
             let (mut x1, mut x2) = (b.clone(), b.clone());
-            forward_wide(1, nc, &pat, &l, 0, &mut x1, &mut w);
-            forward_kernel(1, nc, &pat, &l, 0, &mut x2, &mut w);
+            let sn = View { begin: 1, nc, ld, pat: &pat, v: &l };
+            forward_wide(sn, &mut x1, &mut w);
+            forward_kernel(sn, &mut x2, &mut w);
             assert_eq!(bits(&x1), bits(&x2));
-            backward_wide(1, nc, &pat, &l, 0, &mut x1, &mut w);
-            backward_kernel(1, nc, &pat, &l, 0, &mut x2, &mut w);
+            backward_wide(sn, &mut x1, &mut w);
+            backward_kernel(sn, &mut x2, &mut w);
             assert_eq!(bits(&x1), bits(&x2));
             // The blocks' kernels: rows from 3 and columns from 1 (a panel of nc - 1).
             if nc > 1 {
