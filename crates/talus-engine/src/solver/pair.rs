@@ -40,6 +40,9 @@ pub(crate) struct Pair {
     panicked: AtomicBool,
     /// Phases published so far (the caller's count).
     phase: AtomicU64,
+    /// Set while the caller hands work to rayon ([`with_rayon`]): the idle helper takes
+    /// rayon's jobs.
+    lend: AtomicBool,
 }
 
 impl Pair {
@@ -51,6 +54,7 @@ impl Pair {
             stop: AtomicBool::new(false),
             panicked: AtomicBool::new(false),
             phase: AtomicU64::new(0),
+            lend: AtomicBool::new(false),
         }
     }
 
@@ -104,8 +108,15 @@ impl Pair {
                 }
                 idle = 0;
             } else {
+                // While the caller lends this thread to rayon, take its jobs, and keep
+                // spinning between them (the caller's next one comes within microseconds).
+                let lending = self.lend.load(Ordering::Acquire);
+                if lending && rayon::yield_now() == Some(rayon::Yield::Executed) {
+                    idle = 0;
+                    continue;
+                }
                 idle = idle.saturating_add(1);
-                if idle < 1 << 14 {
+                if lending || idle < 1 << 14 {
                     std::hint::spin_loop();
                 } else {
                     std::thread::yield_now();
@@ -165,38 +176,24 @@ impl Pair {
     }
 }
 
-/// Run `f` on this thread while `pair`'s helper, if it has joined, runs rayon's pending
-/// jobs (`rayon::yield_now`) until `f` returns, so that what `f` hands to rayon (faer's
-/// parallel kernels, `Par::rayon`) runs on both threads. Without a pair, `f` runs alone.
-/// The helper may also take another island's job from rayon's queues; this thread then
-/// waits for it before returning, as it waits for any half.
-pub(crate) fn with_rayon<T: Send>(pair: Option<&Pair>, f: impl FnOnce() -> T + Send) -> T {
+/// Run `f` on this thread while `pair`'s helper, when it is idle, runs rayon's pending
+/// jobs (`rayon::yield_now`), so that what `f` hands to rayon (faer's parallel kernels,
+/// `Par::rayon`) runs on both threads. Without a pair, `f` runs alone. Nothing waits for
+/// the helper: if it takes a long job from rayon's queues (another island, another
+/// member of an ensemble), this solve's phases go on without it, as when it is busy
+/// elsewhere, until it comes back.
+pub(crate) fn with_rayon<T>(pair: Option<&Pair>, f: impl FnOnce() -> T) -> T {
     let Some(pair) = pair else { return f() };
-    let over = AtomicBool::new(false);
-    let job = Mutex::new(Some(f));
-    let out = Mutex::new(None);
-    let half = |k: usize| {
-        if k == 0 {
-            // Release the helper even if `f` panics (`Pair::run` waits for its half).
-            struct Over<'a>(&'a AtomicBool);
-            impl Drop for Over<'_> {
-                fn drop(&mut self) {
-                    self.0.store(true, Ordering::Release);
-                }
-            }
-            let _over = Over(&over);
-            let f = job.lock().expect("the job's lock").take().expect("half 0 runs once");
-            *out.lock().expect("the answer's lock") = Some(f());
-        } else {
-            while !over.load(Ordering::Acquire) {
-                if rayon::yield_now() != Some(rayon::Yield::Executed) {
-                    std::hint::spin_loop();
-                }
-            }
+    // Stop lending when `f` returns or panics.
+    struct Lend<'a>(&'a AtomicBool);
+    impl Drop for Lend<'_> {
+        fn drop(&mut self) {
+            self.0.store(false, Ordering::Release);
         }
-    };
-    pair.run(&half);
-    out.into_inner().expect("the answer's lock").expect("half 0 ran")
+    }
+    pair.lend.store(true, Ordering::Release);
+    let _lend = Lend(&pair.lend);
+    f()
 }
 
 /// `f` on each of two parts, one after the other, or at once on `pair`.
@@ -299,10 +296,10 @@ mod tests {
 
     /// What the caller of [`with_rayon`] hands to rayon is done on the helper too: over
     /// 20 solves, some of the joins' second halves ran on another thread than the caller's,
-    /// and every answer is the closure's. A panic in the closure reaches the caller and
-    /// releases the helper (the solve returns).
+    /// and every answer is the closure's. A panic in the closure reaches the caller (the
+    /// solve returns), and the phases after a lending still have both halves done.
     #[test]
-    fn with_rayon_lends_the_helper_to_rayon_and_releases_it_on_a_panic() {
+    fn with_rayon_lends_the_helper_to_rayon_while_its_closure_runs() {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().expect("a pool");
         let mut elsewhere = 0;
         for t in 0..20u64 {
@@ -312,7 +309,7 @@ mod tests {
                     for _ in 0..200 {
                         pair.run(&|_| std::hint::black_box(()));
                     }
-                    with_rayon(Some(pair), || {
+                    let out = with_rayon(Some(pair), || {
                         let caller = std::thread::current().id();
                         let work = |k: u64| -> (u64, bool) {
                             std::thread::sleep(std::time::Duration::from_millis(5));
@@ -320,7 +317,16 @@ mod tests {
                         };
                         let ((a, _), (b, moved)) = rayon::join(|| work(1), || work(2));
                         (a + b, moved)
-                    })
+                    });
+                    assert!(!pair.lend.load(Ordering::Acquire), "still lending");
+                    let halves = [AtomicU64::new(0), AtomicU64::new(0)];
+                    for _ in 0..100 {
+                        pair.run(&|h| {
+                            halves[h].fetch_add(1, Ordering::Relaxed);
+                        });
+                    }
+                    assert_eq!(halves.map(|h| h.into_inner()), [100, 100]);
+                    out
                 })
             });
             assert_eq!(sum, 3 * t);
