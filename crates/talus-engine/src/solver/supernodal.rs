@@ -124,7 +124,7 @@ impl SplitSolve {
         // Grow the top from the roots, each time by the largest subtree of the frontier,
         // the frontier's subtrees shared between the sets largest first (each to the lighter
         // set); keep the split whose longer path (top and heavier set) is least.
-        let split = |top: &[usize], frontier: &[usize]| {
+        let split = |top_work: f64, frontier: &[usize]| {
             let mut f = frontier.to_vec();
             f.sort_by(|&a, &b| subtree[b].total_cmp(&subtree[a]).then(a.cmp(&b)));
             let (mut roots, mut load) = ([Vec::new(), Vec::new()], [0.0, 0.0]);
@@ -133,15 +133,14 @@ impl SplitSolve {
                 load[k] += subtree[s];
                 roots[k].push(s);
             }
-            let path = top.iter().map(|&s| work(&nodes[s])).sum::<f64>() + load[0].max(load[1]);
-            (path, roots)
+            (top_work + load[0].max(load[1]), roots)
         };
-        let mut top = Vec::new();
+        let (mut top, mut top_work) = (Vec::new(), 0.0);
         let mut frontier: Vec<usize> = (0..ns).filter(|&s| parent[s].is_none()).collect();
         let (mut best, mut best_top, mut best_roots) =
             (f64::INFINITY, Vec::new(), Default::default());
         for _ in 0..64 {
-            let (path, roots) = split(&top, &frontier);
+            let (path, roots) = split(top_work, &frontier);
             if path < best {
                 (best, best_top, best_roots) = (path, top.clone(), roots);
             }
@@ -150,6 +149,7 @@ impl SplitSolve {
                 break;
             };
             top.push(big);
+            top_work += work(&nodes[big]);
             frontier.retain(|&s| s != big);
             frontier.extend(&children[big]);
         }

@@ -681,10 +681,8 @@ impl BlockK {
             // `a_scalar_factor_on_two_threads_has_the_one_thread_bits`).
             Some(sk) => {
                 let (diag, lower) = (&self.diag, &self.lower);
-                match pair {
-                    Some(_) => with_rayon(pair, || sk.factorise(diag, lower, SCALAR_PAR)),
-                    None => sk.factorise(diag, lower, Par::Seq),
-                }
+                let par = if pair.is_some() { SCALAR_PAR } else { Par::Seq };
+                with_rayon(pair, || sk.factorise(diag, lower, par))
             }
             None => self.chol.factorize(&self.diag, &self.k_positions, &self.lower, pair),
         }
@@ -1294,20 +1292,7 @@ mod tests {
         let rho: Vec<f64> = (0..qp.m()).map(|_| 0.1 + 10.0 * rnd()).collect();
         let active: Vec<bool> = (0..qp.m()).map(|k| k % 7 != 3).collect();
         let n = qp.n();
-        let mut k = qp.h_dense();
-        let c = qp.c();
-        for col in 0..n {
-            for a in c.colptr[col]..c.colptr[col + 1] {
-                for col2 in 0..n {
-                    for b in c.colptr[col2]..c.colptr[col2 + 1] {
-                        let (ra, rb) = (c.rowval[a], c.rowval[b]);
-                        if ra == rb && active[ra] {
-                            k[(col, col2)] += rho[ra] * c.nzval[a] * c.nzval[b];
-                        }
-                    }
-                }
-            }
-        }
+        let k = dense_k(&qp, &rho, &active);
         let b: Vec<f64> = (0..n).map(|_| rnd() - 0.5).collect();
         let expected = k.clone().cholesky().expect("K is SPD").solve(&DVector::from_vec(b.clone()));
         let scale = expected.amax();
@@ -1327,22 +1312,43 @@ mod tests {
         assert!(fill > 4.0, "{fill} block products per column: the island should have fill");
     }
 
-    /// A scalar factor made on two threads (faer's kernels on a [`Pair`]'s threads) solves
-    /// with the bits of the one made on one thread. The island's random pairs give L dense
-    /// fronts of hundreds of columns, which faer's kernels share between the threads.
-    #[test]
-    fn a_scalar_factor_on_two_threads_has_the_one_thread_bits() {
-        let (bodies, contacts, mut rnd) = random_island(200, None);
-        let qp = assemble(&bodies, &contacts, 0.1);
+    /// K = H + Σ_k ρ_k c_k c_kᵀ over the active rows, dense (from its definition).
+    fn dense_k(qp: &Qp, rho: &[f64], active: &[bool]) -> nalgebra::DMatrix<f64> {
+        let mut k = qp.h_dense();
+        let c = qp.c();
+        let mut crow = vec![Vec::new(); qp.m()];
+        for col in 0..qp.n() {
+            for a in c.colptr[col]..c.colptr[col + 1] {
+                crow[c.rowval[a]].push((col, c.nzval[a]));
+            }
+        }
+        for (r, entries) in crow.iter().enumerate().filter(|(r, _)| active[*r]) {
+            for &(i, vi) in entries {
+                for &(j, vj) in entries {
+                    k[(i, j)] += rho[r] * vi * vj;
+                }
+            }
+        }
+        k
+    }
+
+    /// K d = b solved by the scalar factor (`check`ed once made) on one thread, after
+    /// asserting that three solves on a pool of two threads (factorisation and solve on a
+    /// [`Pair`]) give its bits.
+    fn scalar_solve_on_one_and_two_threads(
+        qp: &Qp,
+        rho: &[f64],
+        b: &[f64],
+        check: impl Fn(&BlockK) + Sync,
+    ) -> Vec<f64> {
         let rows = qp.row_blocks().expect("rows of two bodies");
-        let rho: Vec<f64> = (0..qp.m()).map(|_| 0.1 + 10.0 * rnd()).collect();
         let active = vec![true; qp.m()];
-        let b: Vec<f64> = (0..qp.n()).map(|_| rnd() - 0.5).collect();
         let solve = |pair: Option<&Pair>| {
-            let mut bk = BlockK::new(&qp, rows, 0.0, false).expect("ordering");
+            let mut bk = BlockK::new(qp, rows, 0.0, false).expect("ordering");
             assert!(bk.scalar.is_some());
-            assert!(bk.factorise(rows, &rho, &active, pair), "not factorised");
-            let mut x = b.clone();
+            check(&bk);
+            assert!(bk.factorise(rows, rho, &active, pair), "not factorised");
+            let mut x = b.to_vec();
             bk.solve(&mut x, pair);
             x
         };
@@ -1352,6 +1358,19 @@ mod tests {
             let two = pool.install(|| Pair::solve(|pair| solve(Some(pair.expect("two threads")))));
             assert_eq!(bits(&two), bits(&one));
         }
+        one
+    }
+
+    /// A scalar factor made on two threads (faer's kernels on a [`Pair`]'s threads) solves
+    /// with the bits of the one made on one thread. The island's random pairs give L dense
+    /// fronts of hundreds of columns, which faer's kernels share between the threads.
+    #[test]
+    fn a_scalar_factor_on_two_threads_has_the_one_thread_bits() {
+        let (bodies, contacts, mut rnd) = random_island(200, None);
+        let qp = assemble(&bodies, &contacts, 0.1);
+        let rho: Vec<f64> = (0..qp.m()).map(|_| 0.1 + 10.0 * rnd()).collect();
+        let b: Vec<f64> = (0..qp.n()).map(|_| rnd() - 0.5).collect();
+        scalar_solve_on_one_and_two_threads(&qp, &rho, &b, |_| {});
     }
 
     /// On a lattice of 6 × 6 × 6 bodies with four contacts between neighbours (a factor
@@ -1413,54 +1432,20 @@ mod tests {
             }
         }
         let qp = assemble(&bodies, &contacts, 0.1);
-        let rows = qp.row_blocks().expect("rows of two bodies");
         let rho: Vec<f64> = (0..qp.m()).map(|_| 1.0 + rnd()).collect();
-        let active = vec![true; qp.m()];
-        let n = qp.n();
-        let b: Vec<f64> = (0..n).map(|_| rnd()).collect();
-        let solve = |pair: Option<&Pair>| {
-            let mut bk = BlockK::new(&qp, rows, 0.0, false).expect("ordering");
-            let share = bk
-                .scalar
-                .as_ref()
-                .and_then(|sk| sk.split.as_ref())
-                .expect("supernodal")
-                .path_share();
+        let b: Vec<f64> = (0..qp.n()).map(|_| rnd()).collect();
+        let one = scalar_solve_on_one_and_two_threads(&qp, &rho, &b, |bk| {
+            let split = bk.scalar.as_ref().and_then(|sk| sk.split.as_ref()).expect("supernodal");
+            let share = split.path_share();
             assert!(share < 0.9, "the longer path holds {share} of L");
             // A top supernode wide enough to be solved by blocks on both threads.
-            let widest =
-                bk.scalar.as_ref().and_then(|sk| sk.split.as_ref()).map_or(0, |s| s.widest_top());
+            let widest = split.widest_top();
             assert!(widest >= 128, "the widest top supernode has {widest} columns");
-            assert!(bk.factorise(rows, &rho, &active, pair), "not factorised");
-            let mut x = b.clone();
-            bk.solve(&mut x, pair);
-            x
-        };
-        let one = solve(None);
-        // K from its definition, densely.
-        let mut k = qp.h_dense();
-        let c = qp.c();
-        let mut crow = vec![Vec::new(); qp.m()];
-        for col in 0..n {
-            for a in c.colptr[col]..c.colptr[col + 1] {
-                crow[c.rowval[a]].push((col, c.nzval[a]));
-            }
-        }
-        for (r, entries) in crow.iter().enumerate() {
-            for &(i, vi) in entries {
-                for &(j, vj) in entries {
-                    k[(i, j)] += rho[r] * vi * vj;
-                }
-            }
-        }
-        let expected = k.clone().cholesky().expect("K is SPD").solve(&DVector::from_vec(b.clone()));
-        let err = (0..n).map(|i| (one[i] - expected[i]).abs()).fold(0.0, f64::max);
+        });
+        let k = dense_k(&qp, &rho, &vec![true; qp.m()]);
+        let expected = k.cholesky().expect("K is SPD").solve(&DVector::from_vec(b));
+        let err = (0..qp.n()).map(|i| (one[i] - expected[i]).abs()).fold(0.0, f64::max);
         assert!(err < 1e-10 * expected.amax(), "difference {err} (scale {})", expected.amax());
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().expect("a pool");
-        for _ in 0..3 {
-            let two = pool.install(|| Pair::solve(|pair| solve(Some(pair.expect("two threads")))));
-            assert_eq!(bits(&two), bits(&one));
-        }
     }
 
     /// The block factor's H, read from the blocks the assembly summed, is H's compressed
