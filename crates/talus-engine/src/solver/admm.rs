@@ -796,7 +796,8 @@ fn solve_on(problem: &Problem, pair: Option<&Pair>) -> AdmmOutcome {
         iterations: 0,
         factorisations: 0,
     };
-    let Some(mut factor) = Factor::new(qp, DENSE_FACTOR_MAX, pair.is_some()) else {
+    let centres: Vec<Vector3<f64>> = bodies.iter().map(|b| b.pos).collect();
+    let Some(mut factor) = Factor::new(qp, DENSE_FACTOR_MAX, pair.is_some(), Some(&centres)) else {
         return out;
     };
     let inv_mass = factor.inv_mass().to_vec();

@@ -9,6 +9,7 @@ pub(crate) mod block_cholesky;
 pub mod certificate;
 pub mod clarabel;
 pub mod dense;
+pub(crate) mod dissection;
 pub mod friction;
 pub mod islands;
 pub mod nlgs;

@@ -57,6 +57,7 @@ use crate::counting_sort::by_key;
 use crate::solver::assembly::{NO_BODY, Qp, RowBlocks};
 use crate::solver::block_cholesky::{BlockCholesky, Columns, add_outer};
 use crate::solver::clarabel::{QpOutcome, QpStatus, SolverUsed, kkt_residuals, solve_clarabel};
+use crate::solver::dissection::dissection_order;
 use crate::solver::nlgs::ContactImpulse;
 use crate::solver::pair::{Pair, with_rayon};
 use crate::solver::supernodal::SplitSolve;
@@ -244,7 +245,7 @@ impl WarmStart {
 }
 
 /// AMD order of a graph given by sorted adjacency lists (no self loops): order[new] = old.
-fn body_order(adj: &Columns) -> Option<Vec<usize>> {
+pub(crate) fn body_order(adj: &Columns) -> Option<Vec<usize>> {
     let nb = adj.len();
     let sym = SymbolicSparseColMatRef::new_checked(nb, nb, &adj.ptr, None, &adj.rows);
     let (mut fwd, mut inv) = (vec![0usize; nb], vec![0usize; nb]);
@@ -462,9 +463,17 @@ impl ScalarK {
 
 impl BlockK {
     /// `None` when the AMD ordering fails. Factors with more than `block_work_max` block
-    /// products per column go to faer ([`BLOCK_WORK_MAX`]). With `two_threads` the block
-    /// factor is split for a solve that has a second thread ([`BlockCholesky::new`]).
-    fn new(qp: &Qp, rows: &RowBlocks, block_work_max: f64, two_threads: bool) -> Option<Self> {
+    /// products per column go to faer ([`BLOCK_WORK_MAX`]); for those, given the bodies'
+    /// `centres`, a nested dissection is tried against AMD's order ([`dissection_order`]).
+    /// With `two_threads` the block factor is split for a solve that has a second thread
+    /// ([`BlockCholesky::new`]).
+    fn new(
+        qp: &Qp,
+        rows: &RowBlocks,
+        block_work_max: f64,
+        two_threads: bool,
+        centres: Option<&[Vector3<f64>]>,
+    ) -> Option<Self> {
         let n = qp.n();
         let nb = n / 6;
         // The bodies' coupled pairs, both ways (`from[k]` → `to[k]`): H's upper triangle by
@@ -528,20 +537,34 @@ impl BlockK {
                 adj.col(a as usize).binary_search(&(b as usize)).is_ok(),
             _ => true,
         }));
-        // Fill-reducing order of the bodies: order[new] = old.
-        let order = body_order(&adj)?;
-        let mut pos = vec![0usize; nb];
-        for (new, &old) in order.iter().enumerate() {
-            pos[old] = new;
+        // Fill-reducing order of the bodies (order[new] = old), each body's place, K's
+        // blocks below the diagonal by block column (in the new order) and L's structure.
+        let structure = |order: Vec<usize>| {
+            let mut pos = vec![0usize; nb];
+            for (new, &old) in order.iter().enumerate() {
+                pos[old] = new;
+            }
+            let mut lower = Columns { ptr: Vec::with_capacity(nb + 1), rows: Vec::new() };
+            lower.ptr.push(0);
+            for &i in &order {
+                lower.rows.extend(adj.col(i).iter().map(|&j| pos[j]).filter(|&pj| pj > pos[i]));
+                lower.ptr.push(lower.rows.len());
+            }
+            let chol = BlockCholesky::new(&lower, two_threads);
+            (pos, lower, chol)
+        };
+        let (mut pos, mut lower, mut chol) = structure(body_order(&adj)?);
+        // AMD's order leaves large dense fronts when the bodies fill a volume: a nested
+        // dissection by the bodies' centres is tried then, and kept if its factor needs less
+        // work ([`dissection_order`]).
+        if let Some(centres) = centres.filter(|c| c.len() == nb)
+            && chol.work_per_column() > block_work_max
+        {
+            let nd = structure(dissection_order(&adj, centres, body_order)?);
+            if nd.2.work_per_column() < chol.work_per_column() {
+                (pos, lower, chol) = nd;
+            }
         }
-        // K's blocks below the diagonal by block column (in the new order).
-        let mut lower = Columns { ptr: Vec::with_capacity(nb + 1), rows: Vec::new() };
-        lower.ptr.push(0);
-        for &i in &order {
-            lower.rows.extend(adj.col(i).iter().map(|&j| pos[j]).filter(|&pj| pj > pos[i]));
-            lower.ptr.push(lower.rows.len());
-        }
-        let chol = BlockCholesky::new(&lower, two_threads);
         // K's blocks below the diagonal, by their position in L (the rest of L is fill).
         let mut k_positions: Vec<usize> = (0..nb)
             .flat_map(|j| lower.col(j).iter().map(move |&i| (i, j)))
@@ -736,13 +759,24 @@ pub(crate) struct Factor<'a> {
 impl<'a> Factor<'a> {
     /// Islands of at most `dense_factor_max` unknowns, and programs whose unknowns do not
     /// come in bodies of six, are factorised dense; the others by blocks, split for two
-    /// threads with `two_threads` (a solve that has a [`Pair`]).
-    pub(crate) fn new(qp: &'a Qp, dense_factor_max: usize, two_threads: bool) -> Option<Self> {
+    /// threads with `two_threads` (a solve that has a [`Pair`]), in a fill-reducing order of
+    /// the bodies (AMD's, or a nested dissection by their `centres` when they are given and
+    /// fill a volume, [`BlockK::new`]).
+    pub(crate) fn new(
+        qp: &'a Qp,
+        dense_factor_max: usize,
+        two_threads: bool,
+        centres: Option<&[Vector3<f64>]>,
+    ) -> Option<Self> {
         let n = qp.n();
         let backend = match qp.row_blocks() {
-            Some(rows) if n > dense_factor_max => {
-                Backend::Block(Box::new(BlockK::new(qp, rows, BLOCK_WORK_MAX, two_threads)?))
-            }
+            Some(rows) if n > dense_factor_max => Backend::Block(Box::new(BlockK::new(
+                qp,
+                rows,
+                BLOCK_WORK_MAX,
+                two_threads,
+                centres,
+            )?)),
             _ => {
                 let mut h = Mat::zeros(n, n);
                 qp.h_upper_entries(|row, col, v| {
@@ -946,7 +980,7 @@ pub(crate) fn solve_equality(
     lambda0: &[f64],
     iterations: &mut u32,
 ) -> Option<Primal> {
-    let mut f = Factor::new(qp, DENSE_FACTOR_MAX, false)?;
+    let mut f = Factor::new(qp, DENSE_FACTOR_MAX, false, None)?;
     let active = vec![true; qp.m()];
     solve_on(&mut f, &active, lambda0, x0, iterations)
 }
@@ -1065,7 +1099,7 @@ pub fn try_solve_with(
     dense_factor_max: usize,
 ) -> Option<QpOutcome> {
     let (n, m) = (qp.n(), qp.m());
-    let mut f = Factor::new(qp, dense_factor_max, false)?;
+    let mut f = Factor::new(qp, dense_factor_max, false, None)?;
     let (pscale, rscale) = f.scales();
     let done = |x: Vec<f64>, lambda: Vec<f64>, iterations: u32| {
         let (prim, dual, _, _) = kkt_residuals(qp, &x, &lambda);
@@ -1298,7 +1332,7 @@ mod tests {
         let scale = expected.amax();
         let mut fill = 0.0;
         for work_max in [f64::INFINITY, 0.0] {
-            let mut bk = BlockK::new(&qp, rows, work_max, false).expect("ordering");
+            let mut bk = BlockK::new(&qp, rows, work_max, false, None).expect("ordering");
             assert_eq!(bk.scalar.is_some(), work_max == 0.0);
             fill = bk.chol.work_per_column();
             assert!(bk.factorise(rows, &rho, &active, None), "not factorised");
@@ -1339,12 +1373,13 @@ mod tests {
         qp: &Qp,
         rho: &[f64],
         b: &[f64],
+        centres: Option<&[Vector3<f64>]>,
         check: impl Fn(&BlockK) + Sync,
     ) -> Vec<f64> {
         let rows = qp.row_blocks().expect("rows of two bodies");
         let active = vec![true; qp.m()];
         let solve = |pair: Option<&Pair>| {
-            let mut bk = BlockK::new(qp, rows, 0.0, false).expect("ordering");
+            let mut bk = BlockK::new(qp, rows, 0.0, false, centres).expect("ordering");
             assert!(bk.scalar.is_some());
             check(&bk);
             assert!(bk.factorise(rows, rho, &active, pair), "not factorised");
@@ -1370,33 +1405,34 @@ mod tests {
         let qp = assemble(&bodies, &contacts, 0.1);
         let rho: Vec<f64> = (0..qp.m()).map(|_| 0.1 + 10.0 * rnd()).collect();
         let b: Vec<f64> = (0..qp.n()).map(|_| rnd() - 0.5).collect();
-        scalar_solve_on_one_and_two_threads(&qp, &rho, &b, |_| {});
+        scalar_solve_on_one_and_two_threads(&qp, &rho, &b, None, |_| {});
     }
 
-    /// On a lattice of 6 × 6 × 6 bodies with four contacts between neighbours (a factor
-    /// with dense fronts: faer's supernodal Cholesky), the split solve's two sets each
-    /// hold part of L, its answer is a dense solve's, and it has the same bits on one
-    /// thread or two.
-    #[test]
-    fn the_split_solve_agrees_with_a_dense_solve_on_one_thread_or_two() {
-        let side = 6;
-        let mut rnd = crate::solver::testing::uniform(7);
+    /// The bodies of a `side`³ lattice one apart, with four contacts between face
+    /// neighbours and, with `diagonals`, one at the midpoint between neighbours across an
+    /// edge or a corner (as packed boxes touch), and the random numbers that made them.
+    fn lattice_island(
+        side: usize,
+        diagonals: bool,
+        seed: u64,
+    ) -> (Vec<JumpBody>, Vec<JumpContact>, impl FnMut() -> f64) {
+        let mut rnd = crate::solver::testing::uniform(seed);
         let index = |a: usize, b: usize, c: usize| (a * side + b) * side + c;
         let bodies: Vec<JumpBody> = (0..side * side * side)
             .map(|k| JumpBody {
                 mass: 50.0 + 40.0 * rnd(),
-                inertia: Matrix3::from_diagonal(&nalgebra::Vector3::new(
+                inertia: Matrix3::from_diagonal(&Vector3::new(
                     5.0 + rnd(),
                     5.0 + rnd(),
                     5.0 + rnd(),
                 )),
-                pos: nalgebra::Vector3::new(
+                pos: Vector3::new(
                     (k / (side * side)) as f64,
                     (k / side % side) as f64,
                     (k % side) as f64,
                 ),
-                vel: nalgebra::Vector3::new(rnd(), rnd(), rnd()),
-                omega: nalgebra::Vector3::zeros(),
+                vel: Vector3::new(rnd(), rnd(), rnd()),
+                omega: Vector3::zeros(),
             })
             .collect();
         let mut contacts = Vec::new();
@@ -1411,9 +1447,9 @@ mod tests {
                             (d, [index(a + 1, b, c), index(a, b + 1, c), index(a, b, c + 1)][d])
                         })
                     {
-                        let normal = -nalgebra::Vector3::ith(d, 1.0);
+                        let normal = -Vector3::ith(d, 1.0);
                         for corner in 0..4 {
-                            let mut offset = nalgebra::Vector3::repeat(0.0);
+                            let mut offset = Vector3::repeat(0.0);
                             offset[d] = 0.5;
                             offset[(d + 1) % 3] = if corner & 1 == 0 { -0.4 } else { 0.4 };
                             offset[(d + 2) % 3] = if corner & 2 == 0 { -0.4 } else { 0.4 };
@@ -1428,13 +1464,51 @@ mod tests {
                             });
                         }
                     }
+                    // The later neighbours across an edge or a corner.
+                    let steps = [-1i64, 0, 1];
+                    for (da, db, dc) in steps
+                        .iter()
+                        .flat_map(|&x| steps.iter().flat_map(move |&y| steps.map(|z| (x, y, z))))
+                        .filter(|&(x, y, z)| {
+                            diagonals && [x, y, z].iter().filter(|&&t| t != 0).count() > 1
+                        })
+                    {
+                        let at = [a as i64 + da, b as i64 + db, c as i64 + dc];
+                        if at.iter().any(|&t| !(0..side as i64).contains(&t)) {
+                            continue;
+                        }
+                        let j = index(at[0] as usize, at[1] as usize, at[2] as usize);
+                        if j < i {
+                            continue;
+                        }
+                        let step = Vector3::new(da as f64, db as f64, dc as f64);
+                        contacts.push(JumpContact {
+                            i,
+                            j: Some(j),
+                            point: bodies[i].pos + 0.5 * step,
+                            normal: -step.normalize(),
+                            kappa_n: 1.0 + rnd(),
+                            kappa_t: 0.5,
+                            separation: 0.0,
+                        });
+                    }
                 }
             }
         }
+        (bodies, contacts, rnd)
+    }
+
+    /// On a lattice of 6 × 6 × 6 bodies with four contacts between neighbours (a factor
+    /// with dense fronts: faer's supernodal Cholesky), the split solve's two sets each
+    /// hold part of L, its answer is a dense solve's, and it has the same bits on one
+    /// thread or two.
+    #[test]
+    fn the_split_solve_agrees_with_a_dense_solve_on_one_thread_or_two() {
+        let (bodies, contacts, mut rnd) = lattice_island(6, false, 7);
         let qp = assemble(&bodies, &contacts, 0.1);
         let rho: Vec<f64> = (0..qp.m()).map(|_| 1.0 + rnd()).collect();
         let b: Vec<f64> = (0..qp.n()).map(|_| rnd()).collect();
-        let one = scalar_solve_on_one_and_two_threads(&qp, &rho, &b, |bk| {
+        let one = scalar_solve_on_one_and_two_threads(&qp, &rho, &b, None, |bk| {
             let split = bk.scalar.as_ref().and_then(|sk| sk.split.as_ref()).expect("supernodal");
             let share = split.path_share();
             assert!(share < 0.9, "the longer path holds {share} of L");
@@ -1446,6 +1520,36 @@ mod tests {
         let expected = k.cholesky().expect("K is SPD").solve(&DVector::from_vec(b));
         let err = (0..qp.n()).map(|i| (one[i] - expected[i]).abs()).fold(0.0, f64::max);
         assert!(err < 1e-10 * expected.amax(), "difference {err} (scale {})", expected.amax());
+    }
+
+    /// On a lattice of 8 × 8 × 8 bodies touching their 26 neighbours (a packed heap), the
+    /// factor given the bodies' centres is in the nested dissection's order, which needs
+    /// less work than AMD's, and it solves K x = b (residual from K's definition), with
+    /// the same bits on one thread or two.
+    #[test]
+    fn a_packed_island_is_factorised_in_the_dissection_order() {
+        let (bodies, contacts, mut rnd) = lattice_island(8, true, 11);
+        let qp = assemble(&bodies, &contacts, 0.1);
+        let rows = qp.row_blocks().expect("rows of two bodies");
+        let rho: Vec<f64> = (0..qp.m()).map(|_| 1.0 + rnd()).collect();
+        let b: Vec<f64> = (0..qp.n()).map(|_| rnd()).collect();
+        let amd =
+            BlockK::new(&qp, rows, 0.0, false, None).expect("ordering").chol.work_per_column();
+        let centres: Vec<Vector3<f64>> = bodies.iter().map(|b| b.pos).collect();
+        let x = scalar_solve_on_one_and_two_threads(&qp, &rho, &b, Some(&centres), |bk| {
+            let work = bk.chol.work_per_column();
+            assert!(work < 0.9 * amd, "dissection {work} block products a column, AMD {amd}");
+        });
+        // K x = H x + Σ_k ρ_k c_k (c_kᵀ x).
+        let mut kx = qp.h_mul(&x);
+        let cx = qp.c_mul(&x);
+        let weighted: Vec<f64> = cx.iter().zip(&rho).map(|(c, r)| c * r).collect();
+        let mut ct = vec![0.0; qp.n()];
+        qp.ct_mul_into(&weighted, &mut ct);
+        kx.iter_mut().zip(&ct).for_each(|(a, c)| *a += c);
+        let scale = b.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let residual = kx.iter().zip(&b).map(|(a, c)| (a - c).abs()).fold(0.0, f64::max);
+        assert!(residual < 1e-9 * scale, "residual {residual} (scale {scale})");
     }
 
     /// The block factor's H, read from the blocks the assembly summed, is H's compressed
@@ -1460,8 +1564,8 @@ mod tests {
             let columns = Qp::new(qp.h_upper().clone(), qp.p.clone(), qp.c().clone(), qp.r.clone());
             assert!(columns.h_blocks().is_none());
             let rows = qp.row_blocks().expect("rows of two bodies");
-            let a = BlockK::new(&qp, rows, f64::INFINITY, false).expect("ordering");
-            let b = BlockK::new(&columns, rows, f64::INFINITY, false).expect("ordering");
+            let a = BlockK::new(&qp, rows, f64::INFINITY, false, None).expect("ordering");
+            let b = BlockK::new(&columns, rows, f64::INFINITY, false, None).expect("ordering");
             assert_eq!(a.pos, b.pos, "κ = 0 on one in {no_kappa:?}: order");
             assert_eq!(a.k_positions, b.k_positions);
             let bits = |m: &[Matrix6<f64>]| -> Vec<u64> {
