@@ -347,10 +347,20 @@ wide_fn! {
 /// dimension `ld`).
 #[inline(always)]
 fn panel_forward_kernel(v: &[f64], ld: usize, j0: usize, r0: usize, xb: &[f64], h: &mut [f64]) {
-    for (k, &xj) in xb.iter().enumerate() {
-        let col = &v[(j0 + k) * ld + r0..(j0 + k) * ld + r0 + h.len()];
-        for (hi, &lij) in h.iter_mut().zip(col) {
-            *hi -= lij * xj;
+    let n = h.len();
+    let col = |k: usize| &v[(j0 + k) * ld + r0..(j0 + k) * ld + r0 + n];
+    let mut k = 0;
+    while k + 4 <= xb.len() {
+        sub4(
+            h,
+            [col(k), col(k + 1), col(k + 2), col(k + 3)],
+            [xb[k], xb[k + 1], xb[k + 2], xb[k + 3]],
+        );
+        k += 4;
+    }
+    for (k, &xk) in xb.iter().enumerate().skip(k) {
+        for (hi, &lij) in h.iter_mut().zip(col(k)) {
+            *hi -= lij * xk;
         }
     }
 }
@@ -358,10 +368,64 @@ fn panel_forward_kernel(v: &[f64], ld: usize, j0: usize, r0: usize, xb: &[f64], 
 /// h_k −= Σ_i L[r0 + i, c0 + k] y_i: each column c0 + k less its rows from r0 times y.
 #[inline(always)]
 fn columns_less_kernel(v: &[f64], ld: usize, c0: usize, r0: usize, y: &[f64], h: &mut [f64]) {
-    for (k, hk) in h.iter_mut().enumerate() {
-        let col = &v[(c0 + k) * ld + r0..(c0 + k) * ld + r0 + y.len()];
-        *hk -= dot(col, y);
+    let col = |k: usize| &v[(c0 + k) * ld + r0..(c0 + k) * ld + r0 + y.len()];
+    let mut k = 0;
+    while k + 4 <= h.len() {
+        let d = dot4([col(k), col(k + 1), col(k + 2), col(k + 3)], y);
+        for q in 0..4 {
+            h[k + q] -= d[q];
+        }
+        k += 4;
     }
+    for (k, hk) in h.iter_mut().enumerate().skip(k) {
+        *hk -= dot(col(k), y);
+    }
+}
+
+/// h_i ← (((h_i − c0_i x0) − c1_i x1) − c2_i x2) − c3_i x3: four columns' updates of
+/// `h` in their order, as four passes of `h_i −= c_i x` would make them.
+#[inline(always)]
+fn sub4(h: &mut [f64], c: [&[f64]; 4], x: [f64; 4]) {
+    let n = h.len();
+    let (c0, c1, c2, c3) = (&c[0][..n], &c[1][..n], &c[2][..n], &c[3][..n]);
+    for i in 0..n {
+        h[i] = (((h[i] - c0[i] * x[0]) - c1[i] * x[1]) - c2[i] * x[2]) - c3[i] * x[3];
+    }
+}
+
+/// h_i ← (((h_i + c0_i x0) + c1_i x1) + c2_i x2) + c3_i x3, as four passes of
+/// `h_i += c_i x` would make them.
+#[inline(always)]
+fn add4(h: &mut [f64], c: [&[f64]; 4], x: [f64; 4]) {
+    let n = h.len();
+    let (c0, c1, c2, c3) = (&c[0][..n], &c[1][..n], &c[2][..n], &c[3][..n]);
+    for i in 0..n {
+        h[i] = (((h[i] + c0[i] * x[0]) + c1[i] * x[1]) + c2[i] * x[2]) + c3[i] * x[3];
+    }
+}
+
+/// [`dot`] of four columns with the same `b` (read once for the four), each with
+/// [`dot`]'s bits.
+#[inline(always)]
+fn dot4(a: [&[f64]; 4], b: &[f64]) -> [f64; 4] {
+    let n = b.len();
+    let a = [&a[0][..n], &a[1][..n], &a[2][..n], &a[3][..n]];
+    let mut lanes = [[0.0f64; 8]; 4];
+    let full = n - n % 8;
+    for c in (0..full).step_by(8) {
+        for k in 0..8 {
+            let bk = b[c + k];
+            for q in 0..4 {
+                lanes[q][k] += a[q][c + k] * bk;
+            }
+        }
+    }
+    for k in 0..n - full {
+        for q in 0..4 {
+            lanes[q][k] += a[q][full + k] * b[full + k];
+        }
+    }
+    lanes.map(|l| ((l[0] + l[4]) + (l[1] + l[5])) + ((l[2] + l[6]) + (l[3] + l[7])))
 }
 
 wide_fn! {
@@ -374,28 +438,54 @@ wide_fn! {
     fn backward_wide(sn: View<'_>, x: &mut [f64], w: &mut [f64]) = backward_kernel;
 }
 
-/// x_s ← L_ss⁻¹ x_s, then x[pat] −= L_bs x_s, for the supernode `sn`.
+/// x_s ← L_ss⁻¹ x_s, then x[pat] −= L_bs x_s, for the supernode `sn`. Columns are taken
+/// four at a time ([`sub4`], [`add4`]) with the bits of one at a time.
 #[inline(always)]
 fn forward_kernel(sn: View<'_>, x: &mut [f64], w: &mut [f64]) {
     let View { begin, nc, ld, pat, v } = sn;
     let plen = pat.len();
     let xs = &mut x[begin..begin + nc];
-    for j in 0..nc {
-        let col = &v[j * ld..j * ld + nc];
-        let xj = xs[j] / col[j];
-        xs[j] = xj;
-        for (xi, &lij) in xs[j + 1..].iter_mut().zip(&col[j + 1..]) {
-            *xi -= lij * xj;
+    let mut j = 0;
+    while j < nc {
+        let width = if j + 4 <= nc { 4 } else { 1 };
+        // The columns' own rows down to the block's end, one column at a time.
+        for jj in j..j + width {
+            let col = &v[jj * ld..jj * ld + nc];
+            let xj = xs[jj] / col[jj];
+            xs[jj] = xj;
+            let end = if width == 4 { j + 4 } else { nc };
+            for (xi, &lij) in xs[jj + 1..end].iter_mut().zip(&col[jj + 1..end]) {
+                *xi -= lij * xj;
+            }
         }
+        if width == 4 {
+            let (head, tail) = xs.split_at_mut(j + 4);
+            let col = |q: usize| &v[(j + q) * ld + j + 4..(j + q) * ld + nc];
+            sub4(
+                tail,
+                [col(0), col(1), col(2), col(3)],
+                [head[j], head[j + 1], head[j + 2], head[j + 3]],
+            );
+        }
+        j += width;
     }
     if plen == 0 {
         return;
     }
     let w = &mut w[..plen];
     w.fill(0.0);
-    for j in 0..nc {
-        let xj = xs[j];
-        for (wi, &lij) in w.iter_mut().zip(&v[j * ld + nc..(j + 1) * ld]) {
+    let below = |j: usize| &v[j * ld + nc..(j + 1) * ld];
+    let mut j = 0;
+    while j + 4 <= nc {
+        add4(
+            w,
+            [below(j), below(j + 1), below(j + 2), below(j + 3)],
+            [xs[j], xs[j + 1], xs[j + 2], xs[j + 3]],
+        );
+        j += 4;
+    }
+    for (j, &xj) in xs.iter().enumerate().skip(j) {
+        for (wi, &lij) in w.iter_mut().zip(below(j)) {
             *wi += lij * xj;
         }
     }
@@ -414,8 +504,17 @@ fn backward_kernel(sn: View<'_>, x: &mut [f64], w: &mut [f64]) {
         *wi = x[r];
     }
     let xs = &mut x[begin..begin + nc];
-    for j in 0..nc {
-        xs[j] -= dot(&v[j * ld + nc..(j + 1) * ld], w);
+    let below = |j: usize| &v[j * ld + nc..(j + 1) * ld];
+    let mut j = 0;
+    while j + 4 <= nc {
+        let d = dot4([below(j), below(j + 1), below(j + 2), below(j + 3)], w);
+        for q in 0..4 {
+            xs[j + q] -= d[q];
+        }
+        j += 4;
+    }
+    for (j, xj) in xs.iter_mut().enumerate().skip(j) {
+        *xj -= dot(below(j), w);
     }
     for j in (0..nc).rev() {
         let col = &v[j * ld..j * ld + nc];
@@ -451,10 +550,52 @@ mod tests {
     /// A supernode's kernels, in their AVX2 copies and their baseline ones, agree bit for
     /// bit, and the forward then backward kernel solve the supernode's own block: with no
     /// rows below, L_ss L_ssᵀ x = b.
+    /// The kernels one column at a time (before they took four): the blocked ones must
+    /// give their bits.
+    fn forward_by_columns(sn: View<'_>, x: &mut [f64], w: &mut [f64]) {
+        let View { begin, nc, ld, pat, v } = sn;
+        let xs = &mut x[begin..begin + nc];
+        for j in 0..nc {
+            let col = &v[j * ld..j * ld + nc];
+            let xj = xs[j] / col[j];
+            xs[j] = xj;
+            for (xi, &lij) in xs[j + 1..].iter_mut().zip(&col[j + 1..]) {
+                *xi -= lij * xj;
+            }
+        }
+        let w = &mut w[..pat.len()];
+        w.fill(0.0);
+        for j in 0..nc {
+            for (wi, &lij) in w.iter_mut().zip(&v[j * ld + nc..(j + 1) * ld]) {
+                *wi += lij * xs[j];
+            }
+        }
+        for (&r, &wi) in pat.iter().zip(w.iter()) {
+            x[r] -= wi;
+        }
+    }
+
+    fn backward_by_columns(sn: View<'_>, x: &mut [f64], w: &mut [f64]) {
+        let View { begin, nc, ld, pat, v } = sn;
+        let w = &mut w[..pat.len()];
+        for (wi, &r) in w.iter_mut().zip(pat) {
+            *wi = x[r];
+        }
+        let xs = &mut x[begin..begin + nc];
+        for j in 0..nc {
+            xs[j] -= dot(&v[j * ld + nc..(j + 1) * ld], w);
+        }
+        for j in (0..nc).rev() {
+            let col = &v[j * ld..j * ld + nc];
+            let s = dot(&col[j + 1..], &xs[j + 1..]);
+            xs[j] = (xs[j] - s) / col[j];
+        }
+    }
+
     #[test]
     fn the_kernels_solve_a_dense_block_and_their_copies_agree() {
         let mut rnd = uniform(3);
-        for (nc, plen) in [(1, 0), (7, 0), (13, 5), (40, 33)] {
+        for (nc, plen) in [(1, 0), (7, 0), (13, 5), (40, 33), (9, 70)] {
             let ld = nc + plen;
             let n = nc + plen + 3;
             // A well-conditioned lower triangle and rows below.
@@ -467,14 +608,18 @@ mod tests {
             let pat: Vec<usize> = (0..plen).map(|i| nc + 2 + i).collect();
             let b: Vec<f64> = (0..n).map(|_| rnd()).collect();
             let mut w = vec![0.0; plen.max(1)];
-            let (mut x1, mut x2) = (b.clone(), b.clone());
+            let (mut x1, mut x2, mut x3) = (b.clone(), b.clone(), b.clone());
             let sn = View { begin: 1, nc, ld, pat: &pat, v: &l };
             forward_wide(sn, &mut x1, &mut w);
             forward_kernel(sn, &mut x2, &mut w);
+            forward_by_columns(sn, &mut x3, &mut w);
             assert_eq!(bits(&x1), bits(&x2));
+            assert_eq!(bits(&x1), bits(&x3));
             backward_wide(sn, &mut x1, &mut w);
             backward_kernel(sn, &mut x2, &mut w);
+            backward_by_columns(sn, &mut x3, &mut w);
             assert_eq!(bits(&x1), bits(&x2));
+            assert_eq!(bits(&x1), bits(&x3));
             // The blocks' kernels: rows from 3 and columns from 1 (a panel of nc - 1).
             if nc > 1 {
                 let xb: Vec<f64> = (0..nc - 1).map(|_| rnd()).collect();
@@ -482,11 +627,23 @@ mod tests {
                 panel_forward_wide(&l, ld, 1, 3, &xb, &mut h1);
                 panel_forward_kernel(&l, ld, 1, 3, &xb, &mut h2);
                 assert_eq!(bits(&h1), bits(&h2));
+                // One column at a time.
+                let mut h3 = b[..ld - 3].to_vec();
+                for (k, &xk) in xb.iter().enumerate() {
+                    for (hi, &lik) in h3.iter_mut().zip(&l[(1 + k) * ld + 3..]) {
+                        *hi -= lik * xk;
+                    }
+                }
+                assert_eq!(bits(&h1), bits(&h3));
                 let y = &b[..ld - 3];
                 let (mut c1, mut c2) = (xb.clone(), xb.clone());
                 columns_less_wide(&l, ld, 1, 3, y, &mut c1);
                 columns_less_kernel(&l, ld, 1, 3, y, &mut c2);
                 assert_eq!(bits(&c1), bits(&c2));
+                let c3: Vec<f64> = (0..nc - 1)
+                    .map(|k| xb[k] - dot(&l[(1 + k) * ld + 3..(1 + k) * ld + ld], y))
+                    .collect();
+                assert_eq!(bits(&c1), bits(&c3));
             }
             if plen == 0 {
                 let lm =
