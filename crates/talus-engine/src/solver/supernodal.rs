@@ -348,19 +348,24 @@ wide_fn! {
 #[inline(always)]
 fn panel_forward_kernel(v: &[f64], ld: usize, j0: usize, r0: usize, xb: &[f64], h: &mut [f64]) {
     let n = h.len();
-    let col = |k: usize| &v[(j0 + k) * ld + r0..(j0 + k) * ld + r0 + n];
+    less_columns(h, |k| &v[(j0 + k) * ld + r0..(j0 + k) * ld + r0 + n], xb, 1.0);
+}
+
+/// h_i −= Σ_k col(k)_i (sign x_k), column after column, four columns at a time
+/// ([`sub4`]) with the bits of one at a time. `sign` is ±1 (exact: h − c (−x) is h + c x
+/// to the bit).
+#[inline(always)]
+fn less_columns<'a>(h: &mut [f64], col: impl Fn(usize) -> &'a [f64], x: &[f64], sign: f64) {
     let mut k = 0;
-    while k + 4 <= xb.len() {
-        sub4(
-            h,
-            [col(k), col(k + 1), col(k + 2), col(k + 3)],
-            [xb[k], xb[k + 1], xb[k + 2], xb[k + 3]],
-        );
+    while k + 4 <= x.len() {
+        let xs = [x[k] * sign, x[k + 1] * sign, x[k + 2] * sign, x[k + 3] * sign];
+        sub4(h, [col(k), col(k + 1), col(k + 2), col(k + 3)], xs);
         k += 4;
     }
-    for (k, &xk) in xb.iter().enumerate().skip(k) {
-        for (hi, &lij) in h.iter_mut().zip(col(k)) {
-            *hi -= lij * xk;
+    for (k, &xk) in x.iter().enumerate().skip(k) {
+        let xk = xk * sign;
+        for (hi, &lik) in h.iter_mut().zip(col(k)) {
+            *hi -= lik * xk;
         }
     }
 }
@@ -390,17 +395,6 @@ fn sub4(h: &mut [f64], c: [&[f64]; 4], x: [f64; 4]) {
     let (c0, c1, c2, c3) = (&c[0][..n], &c[1][..n], &c[2][..n], &c[3][..n]);
     for i in 0..n {
         h[i] = (((h[i] - c0[i] * x[0]) - c1[i] * x[1]) - c2[i] * x[2]) - c3[i] * x[3];
-    }
-}
-
-/// h_i ← (((h_i + c0_i x0) + c1_i x1) + c2_i x2) + c3_i x3, as four passes of
-/// `h_i += c_i x` would make them.
-#[inline(always)]
-fn add4(h: &mut [f64], c: [&[f64]; 4], x: [f64; 4]) {
-    let n = h.len();
-    let (c0, c1, c2, c3) = (&c[0][..n], &c[1][..n], &c[2][..n], &c[3][..n]);
-    for i in 0..n {
-        h[i] = (((h[i] + c0[i] * x[0]) + c1[i] * x[1]) + c2[i] * x[2]) + c3[i] * x[3];
     }
 }
 
@@ -439,7 +433,7 @@ wide_fn! {
 }
 
 /// x_s ← L_ss⁻¹ x_s, then x[pat] −= L_bs x_s, for the supernode `sn`. Columns are taken
-/// four at a time ([`sub4`], [`add4`]) with the bits of one at a time.
+/// four at a time ([`sub4`], [`less_columns`]) with the bits of one at a time.
 #[inline(always)]
 fn forward_kernel(sn: View<'_>, x: &mut [f64], w: &mut [f64]) {
     let View { begin, nc, ld, pat, v } = sn;
@@ -473,22 +467,9 @@ fn forward_kernel(sn: View<'_>, x: &mut [f64], w: &mut [f64]) {
         return;
     }
     let w = &mut w[..plen];
+    // w = Σ_j L_bs,j x_j, as 0 − Σ_j L_bs,j (−x_j) (the same bits).
     w.fill(0.0);
-    let below = |j: usize| &v[j * ld + nc..(j + 1) * ld];
-    let mut j = 0;
-    while j + 4 <= nc {
-        add4(
-            w,
-            [below(j), below(j + 1), below(j + 2), below(j + 3)],
-            [xs[j], xs[j + 1], xs[j + 2], xs[j + 3]],
-        );
-        j += 4;
-    }
-    for (j, &xj) in xs.iter().enumerate().skip(j) {
-        for (wi, &lij) in w.iter_mut().zip(below(j)) {
-            *wi += lij * xj;
-        }
-    }
+    less_columns(w, |j| &v[j * ld + nc..(j + 1) * ld], xs, -1.0);
     for (&r, &wi) in pat.iter().zip(w.iter()) {
         x[r] -= wi;
     }
