@@ -528,9 +528,6 @@ mod tests {
     use super::*;
     use crate::solver::testing::{bits, uniform};
 
-    /// A supernode's kernels, in their AVX2 copies and their baseline ones, agree bit for
-    /// bit, and the forward then backward kernel solve the supernode's own block: with no
-    /// rows below, L_ss L_ssᵀ x = b.
     /// The kernels one column at a time (before they took four): the blocked ones must
     /// give their bits.
     fn forward_by_columns(sn: View<'_>, x: &mut [f64], w: &mut [f64]) {
@@ -573,6 +570,9 @@ mod tests {
         }
     }
 
+    /// A supernode's kernels, in their AVX2 copies and their baseline ones, agree bit for
+    /// bit, and with the kernels by columns; the forward then backward kernel solve the
+    /// supernode's own block: with no rows below, L_ss L_ssᵀ x = b.
     #[test]
     fn the_kernels_solve_a_dense_block_and_their_copies_agree() {
         let mut rnd = uniform(3);
