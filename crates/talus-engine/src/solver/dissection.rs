@@ -82,6 +82,10 @@ impl Dissection<'_> {
 
     /// Append `set` in AMD's order on the graph it induces.
     fn by_amd(&mut self, set: &[usize]) -> Option<()> {
+        if set.len() <= 1 {
+            self.order.extend_from_slice(set);
+            return Some(());
+        }
         for (i, &v) in set.iter().enumerate() {
             self.local[v] = i;
         }

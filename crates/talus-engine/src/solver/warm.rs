@@ -560,9 +560,12 @@ impl BlockK {
         if let Some(centres) = centres.filter(|c| c.len() == nb)
             && chol.work_per_column() > block_work_max
         {
-            let nd = structure(dissection_order(&adj, centres, body_order)?);
-            if nd.2.work_per_column() < chol.work_per_column() {
-                (pos, lower, chol) = nd;
+            // AMD's order stands if the dissection's fails.
+            if let Some(order) = dissection_order(&adj, centres, body_order) {
+                let nd = structure(order);
+                if nd.2.work_per_column() < chol.work_per_column() {
+                    (pos, lower, chol) = nd;
+                }
             }
         }
         // K's blocks below the diagonal, by their position in L (the rest of L is fill).
