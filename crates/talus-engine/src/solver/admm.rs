@@ -796,7 +796,10 @@ fn solve_on(problem: &Problem, pair: Option<&Pair>) -> AdmmOutcome {
         iterations: 0,
         factorisations: 0,
     };
-    let centres: Vec<Vector3<f64>> = bodies.iter().map(|b| b.pos).collect();
+    // The bodies' centres, for the order of a large factor (a packed island's, by nested
+    // dissection); small islands are factorised dense.
+    let centres: Vec<Vector3<f64>> =
+        if n > DENSE_FACTOR_MAX { bodies.iter().map(|b| b.pos).collect() } else { Vec::new() };
     let Some(mut factor) = Factor::new(qp, DENSE_FACTOR_MAX, pair.is_some(), Some(&centres)) else {
         return out;
     };
