@@ -77,9 +77,9 @@ const ADAPT_EVERY: u32 = 20;
 /// [`ADAPT_EVERY`] on islands whose factor goes to faer's scalar Cholesky (large dense
 /// fronts, [`Factor::is_scalar`]), where a factorisation costs about as much as 15-20
 /// iterations (the packed heap of 1000 blocks: about 0.1 s against 5-7 ms an iteration;
-/// 6-8 on the block factors of the thesis heaps N = 1000 and 3000, μ = 0.5). Measured in session 61 on the packed
-/// heap's first three steps: 14 factorisations and 518 iterations against 24 and 534 with
-/// 20; 30 and 60 did worse (18 and 529, 13 and 664).
+/// 6-8 on the block factors of the thesis heaps N = 1000 and 3000, μ = 0.5). Measured in
+/// session 61 on the packed heap's first three steps: 14 factorisations and 518 iterations
+/// against 24 and 534 with 20; 30 and 60 did worse (18 and 529, 13 and 664).
 const ADAPT_EVERY_SCALAR: u32 = 40;
 /// While the certificate does not hold, at each adaptation the cones whose
 /// own primal distance or complementarity exceeds this share of the tolerance (in the

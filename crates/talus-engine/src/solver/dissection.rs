@@ -19,6 +19,7 @@
 //! faer's supernodal Cholesky, and keeps whichever order needs less work.
 
 use crate::solver::block_cholesky::Columns;
+use crate::solver::warm::body_order;
 use nalgebra::Vector3;
 
 /// Pieces of at most this many bodies are ordered by AMD (16, 32 and 64 gave factors within
@@ -26,20 +27,14 @@ use nalgebra::Vector3;
 const LEAF: usize = 64;
 
 /// The nested-dissection order of the bodies whose contact graph is `adj` (sorted
-/// adjacency lists, no self loops) and whose centres are `centres`, by `amd` at the leaves
-/// (given a piece's own adjacency lists, its order: order[new] = old). order[new] = old;
-/// `None` when `amd` fails.
-pub(crate) fn dissection_order(
-    adj: &Columns,
-    centres: &[Vector3<f64>],
-    amd: impl Fn(&Columns) -> Option<Vec<usize>>,
-) -> Option<Vec<usize>> {
+/// adjacency lists, no self loops) and whose centres are `centres`: order[new] = old;
+/// `None` when AMD fails on a piece.
+pub(crate) fn dissection_order(adj: &Columns, centres: &[Vector3<f64>]) -> Option<Vec<usize>> {
     let nb = adj.len();
     assert_eq!(centres.len(), nb, "a centre per body");
     let mut d = Dissection {
         adj,
         centres,
-        amd: &amd,
         mark: vec![0; nb],
         stamp: 0,
         local: vec![usize::MAX; nb],
@@ -54,7 +49,6 @@ pub(crate) fn dissection_order(
 struct Dissection<'a> {
     adj: &'a Columns,
     centres: &'a [Vector3<f64>],
-    amd: &'a dyn Fn(&Columns) -> Option<Vec<usize>>,
     /// The bodies of the set last [`Self::enter`]ed: mark == stamp.
     mark: Vec<u32>,
     stamp: u32,
@@ -100,7 +94,7 @@ impl Dissection<'_> {
             sub.rows[first..].sort_unstable();
             sub.ptr.push(sub.rows.len());
         }
-        let order = (self.amd)(&sub);
+        let order = body_order(&sub);
         for &v in set {
             self.local[v] = usize::MAX;
         }
@@ -212,12 +206,11 @@ mod tests {
     fn a_packed_lattice_is_cut_by_planes_and_fills_less_than_amd() {
         let k = 12;
         let (adj, centres) = lattice(k);
-        let amd = |g: &Columns| crate::solver::warm::body_order(g);
-        let order = dissection_order(&adj, &centres, amd).expect("an order");
+        let order = dissection_order(&adj, &centres).expect("an order");
         let mut seen = vec![false; order.len()];
         order.iter().for_each(|&v| seen[v] = true);
         assert!(seen.iter().all(|&s| s), "a permutation");
-        let by_amd = amd(&adj).expect("AMD");
+        let by_amd = body_order(&adj).expect("AMD");
         let (nd, am) = (factor_in(&adj, &order), factor_in(&adj, &by_amd));
         assert!(
             nd.work_per_column() < 0.8 * am.work_per_column() && nd.n_lower() < am.n_lower(),
@@ -243,8 +236,7 @@ mod tests {
     #[test]
     fn small_and_disconnected_graphs_are_permuted() {
         let (adj, centres) = lattice(2);
-        let order =
-            dissection_order(&adj, &centres, crate::solver::warm::body_order).expect("order");
+        let order = dissection_order(&adj, &centres).expect("order");
         let mut sorted = order.clone();
         sorted.sort_unstable();
         assert_eq!(sorted, (0..8).collect::<Vec<_>>());
@@ -258,8 +250,7 @@ mod tests {
         }
         let centres: Vec<_> =
             ca.iter().copied().chain(ca.iter().map(|c| c + Vector3::new(10.0, 0.0, 0.0))).collect();
-        let order =
-            dissection_order(&adj, &centres, crate::solver::warm::body_order).expect("order");
+        let order = dissection_order(&adj, &centres).expect("order");
         let mut sorted = order.clone();
         sorted.sort_unstable();
         assert_eq!(sorted, (0..2 * n).collect::<Vec<_>>());

@@ -270,14 +270,7 @@ fn top_forward(sn: View<'_>, x: &mut [f64], t: &mut [f64], block: &mut [f64], pa
     t[nc..].fill(0.0);
     for j0 in (0..nc).step_by(BLOCK) {
         let j1 = (j0 + BLOCK).min(nc);
-        for j in j0..j1 {
-            let col = &v[j * ld..j * ld + j1];
-            let xj = t[j] / col[j];
-            t[j] = xj;
-            for (ti, &lij) in t[j + 1..j1].iter_mut().zip(&col[j + 1..]) {
-                *ti -= lij * xj;
-            }
-        }
+        triangle_forward(v, ld, j0, j1, t);
         let xb = &mut block[..j1 - j0];
         xb.copy_from_slice(&t[j0..j1]);
         let xb: &[f64] = xb;
@@ -324,11 +317,7 @@ fn top_backward(sn: View<'_>, x: &mut [f64], t: &mut [f64], w: &mut [f64], pair:
                 columns_less_wide(v, ld, *c0, j1, right, h);
             });
         }
-        for j in (j0..j1).rev() {
-            let col = &v[j * ld..j * ld + j1];
-            let s = dot(&col[j + 1..], &t[j + 1..j1]);
-            t[j] = (t[j] - s) / col[j];
-        }
+        triangle_backward(v, ld, j0, j1, t);
     }
     x[begin..begin + nc].copy_from_slice(t);
 }
@@ -433,36 +422,13 @@ wide_fn! {
 }
 
 /// x_s ← L_ss⁻¹ x_s, then x[pat] −= L_bs x_s, for the supernode `sn`. Columns are taken
-/// four at a time ([`sub4`], [`less_columns`]) with the bits of one at a time.
+/// four at a time ([`triangle_forward`], [`less_columns`]) with the bits of one at a time.
 #[inline(always)]
 fn forward_kernel(sn: View<'_>, x: &mut [f64], w: &mut [f64]) {
     let View { begin, nc, ld, pat, v } = sn;
     let plen = pat.len();
     let xs = &mut x[begin..begin + nc];
-    let mut j = 0;
-    while j < nc {
-        let width = if j + 4 <= nc { 4 } else { 1 };
-        // The columns' own rows down to the block's end, one column at a time.
-        for jj in j..j + width {
-            let col = &v[jj * ld..jj * ld + nc];
-            let xj = xs[jj] / col[jj];
-            xs[jj] = xj;
-            let end = if width == 4 { j + 4 } else { nc };
-            for (xi, &lij) in xs[jj + 1..end].iter_mut().zip(&col[jj + 1..end]) {
-                *xi -= lij * xj;
-            }
-        }
-        if width == 4 {
-            let (head, tail) = xs.split_at_mut(j + 4);
-            let col = |q: usize| &v[(j + q) * ld + j + 4..(j + q) * ld + nc];
-            sub4(
-                tail,
-                [col(0), col(1), col(2), col(3)],
-                [head[j], head[j + 1], head[j + 2], head[j + 3]],
-            );
-        }
-        j += width;
-    }
+    triangle_forward(v, ld, 0, nc, xs);
     if plen == 0 {
         return;
     }
@@ -485,22 +451,50 @@ fn backward_kernel(sn: View<'_>, x: &mut [f64], w: &mut [f64]) {
         *wi = x[r];
     }
     let xs = &mut x[begin..begin + nc];
-    let below = |j: usize| &v[j * ld + nc..(j + 1) * ld];
-    let mut j = 0;
-    while j + 4 <= nc {
-        let d = dot4([below(j), below(j + 1), below(j + 2), below(j + 3)], w);
-        for q in 0..4 {
-            xs[j + q] -= d[q];
+    columns_less_kernel(v, ld, 0, nc, w, xs);
+    triangle_backward(v, ld, 0, nc, xs);
+}
+
+/// t_j ← (t_j − Σ_{j0≤i<j} L_ji t_i) / L_jj for the columns j0..j1 of a supernode's triangle
+/// (L column-major, leading dimension `ld`; `t` indexed by the supernode's columns), each
+/// column's rows down to j1. Four columns at a time below their own 4 × 4 triangle
+/// ([`sub4`]), with the bits of one column at a time.
+#[inline(always)]
+fn triangle_forward(v: &[f64], ld: usize, j0: usize, j1: usize, t: &mut [f64]) {
+    let mut j = j0;
+    while j < j1 {
+        let width = if j + 4 <= j1 { 4 } else { 1 };
+        // The columns' own rows down to the group's end, one column at a time.
+        let end = if width == 4 { j + 4 } else { j1 };
+        for jj in j..j + width {
+            let col = &v[jj * ld..jj * ld + end];
+            let xj = t[jj] / col[jj];
+            t[jj] = xj;
+            for (ti, &lij) in t[jj + 1..end].iter_mut().zip(&col[jj + 1..]) {
+                *ti -= lij * xj;
+            }
         }
-        j += 4;
+        if width == 4 {
+            let (head, tail) = t[..j1].split_at_mut(j + 4);
+            let col = |q: usize| &v[(j + q) * ld + j + 4..(j + q) * ld + j1];
+            sub4(
+                tail,
+                [col(0), col(1), col(2), col(3)],
+                [head[j], head[j + 1], head[j + 2], head[j + 3]],
+            );
+        }
+        j += width;
     }
-    for (j, xj) in xs.iter_mut().enumerate().skip(j) {
-        *xj -= dot(below(j), w);
-    }
-    for j in (0..nc).rev() {
-        let col = &v[j * ld..j * ld + nc];
-        let s = dot(&col[j + 1..], &xs[j + 1..]);
-        xs[j] = (xs[j] - s) / col[j];
+}
+
+/// t_j ← (t_j − Σ_{j<i<j1} L_ij t_i) / L_jj for the columns j1 − 1 down to j0 of a
+/// supernode's triangle (the transposed solve of [`triangle_forward`]).
+#[inline(always)]
+fn triangle_backward(v: &[f64], ld: usize, j0: usize, j1: usize, t: &mut [f64]) {
+    for j in (j0..j1).rev() {
+        let col = &v[j * ld..j * ld + j1];
+        let s = dot(&col[j + 1..], &t[j + 1..j1]);
+        t[j] = (t[j] - s) / col[j];
     }
 }
 

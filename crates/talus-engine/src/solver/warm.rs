@@ -561,7 +561,7 @@ impl BlockK {
             && chol.work_per_column() > block_work_max
         {
             // AMD's order stands if the dissection's fails.
-            if let Some(order) = dissection_order(&adj, centres, body_order) {
+            if let Some(order) = dissection_order(&adj, centres) {
                 let nd = structure(order);
                 if nd.2.work_per_column() < chol.work_per_column() {
                     (pos, lower, chol) = nd;
