@@ -798,9 +798,10 @@ fn solve_on(problem: &Problem, pair: Option<&Pair>) -> AdmmOutcome {
     };
     // The bodies' centres, for the order of a large factor (a packed island's, by nested
     // dissection); small islands are factorised dense.
-    let centres: Vec<Vector3<f64>> =
-        if n > DENSE_FACTOR_MAX { bodies.iter().map(|b| b.pos).collect() } else { Vec::new() };
-    let Some(mut factor) = Factor::new(qp, DENSE_FACTOR_MAX, pair.is_some(), Some(&centres)) else {
+    let centres: Option<Vec<Vector3<f64>>> =
+        (n > DENSE_FACTOR_MAX).then(|| bodies.iter().map(|b| b.pos).collect());
+    let Some(mut factor) = Factor::new(qp, DENSE_FACTOR_MAX, pair.is_some(), centres.as_deref())
+    else {
         return out;
     };
     let inv_mass = factor.inv_mass().to_vec();

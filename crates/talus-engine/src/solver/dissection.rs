@@ -113,8 +113,7 @@ impl Dissection<'_> {
             lo = lo.inf(&c[v]);
             hi = hi.sup(&c[v]);
         }
-        let extent = hi - lo;
-        let axis = extent.imax();
+        let axis = (hi - lo).imax();
         set.sort_unstable_by(|&u, &v| c[u][axis].total_cmp(&c[v][axis]).then(u.cmp(&v)));
         let (a, b) = set.split_at(set.len() / 2);
         let (border_a, border_b) = (self.border(a, b), self.border(b, a));
@@ -141,6 +140,7 @@ impl Dissection<'_> {
 mod tests {
     use super::*;
     use crate::solver::block_cholesky::BlockCholesky;
+    use crate::solver::warm::lower_in_order;
 
     /// The bodies of a k × k × k lattice touching their 26 neighbours (a packed heap's
     /// contact graph), and their centres.
@@ -185,18 +185,7 @@ mod tests {
 
     /// L's structure in the order `order` (order[new] = old).
     fn factor_in(adj: &Columns, order: &[usize]) -> BlockCholesky {
-        let mut pos = vec![0; order.len()];
-        for (new, &old) in order.iter().enumerate() {
-            pos[old] = new;
-        }
-        let mut lower = Columns { ptr: vec![0], rows: Vec::new() };
-        for &i in order {
-            let first = lower.rows.len();
-            lower.rows.extend(adj.col(i).iter().map(|&j| pos[j]).filter(|&p| p > pos[i]));
-            lower.rows[first..].sort_unstable();
-            lower.ptr.push(lower.rows.len());
-        }
-        BlockCholesky::new(&lower, false)
+        BlockCholesky::new(&lower_in_order(adj, order).1, false)
     }
 
     /// Every body once; on a 12³ lattice of bodies touching their 26 neighbours the

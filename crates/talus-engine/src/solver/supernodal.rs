@@ -408,7 +408,7 @@ fn dot4(a: [&[f64]; 4], b: &[f64]) -> [f64; 4] {
             lanes[q][k] += a[q][full + k] * b[full + k];
         }
     }
-    lanes.map(|l| ((l[0] + l[4]) + (l[1] + l[5])) + ((l[2] + l[6]) + (l[3] + l[7])))
+    lanes.map(|l| sum_lanes(&l))
 }
 
 wide_fn! {
@@ -513,8 +513,13 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
     for (k, (x, y)) in ra.iter().zip(rb).enumerate() {
         lanes[k] += x * y;
     }
-    ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5]))
-        + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]))
+    sum_lanes(&lanes)
+}
+
+/// The eight lanes of [`dot`] and [`dot4`] summed, in one order for both.
+#[inline(always)]
+fn sum_lanes(l: &[f64; 8]) -> f64 {
+    ((l[0] + l[4]) + (l[1] + l[5])) + ((l[2] + l[6]) + (l[3] + l[7]))
 }
 
 #[cfg(test)]

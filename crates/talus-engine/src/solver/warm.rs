@@ -254,6 +254,23 @@ pub(crate) fn body_order(adj: &Columns) -> Option<Vec<usize>> {
     Some(fwd)
 }
 
+/// Each body's place in `order` (order[new] = old; pos[old] = new) and the blocks of the
+/// graph `adj` below the diagonal in that order, by block column: the structure of K's
+/// lower triangle that [`BlockCholesky::new`] reads.
+pub(crate) fn lower_in_order(adj: &Columns, order: &[usize]) -> (Vec<usize>, Columns) {
+    let mut pos = vec![0usize; order.len()];
+    for (new, &old) in order.iter().enumerate() {
+        pos[old] = new;
+    }
+    let mut lower = Columns { ptr: Vec::with_capacity(order.len() + 1), rows: Vec::new() };
+    lower.ptr.push(0);
+    for &i in order {
+        lower.rows.extend(adj.col(i).iter().map(|&j| pos[j]).filter(|&pj| pj > pos[i]));
+        lower.ptr.push(lower.rows.len());
+    }
+    (pos, lower)
+}
+
 /// Solve warm-started from `lambda0`; falls back to Clarabel (tolerance
 /// `fallback_tolerance`) when the KKT conditions are not met within `max_iterations`
 /// linear solves.
@@ -540,16 +557,7 @@ impl BlockK {
         // Fill-reducing order of the bodies (order[new] = old), each body's place, K's
         // blocks below the diagonal by block column (in the new order) and L's structure.
         let structure = |order: Vec<usize>| {
-            let mut pos = vec![0usize; nb];
-            for (new, &old) in order.iter().enumerate() {
-                pos[old] = new;
-            }
-            let mut lower = Columns { ptr: Vec::with_capacity(nb + 1), rows: Vec::new() };
-            lower.ptr.push(0);
-            for &i in &order {
-                lower.rows.extend(adj.col(i).iter().map(|&j| pos[j]).filter(|&pj| pj > pos[i]));
-                lower.ptr.push(lower.rows.len());
-            }
+            let (pos, lower) = lower_in_order(&adj, &order);
             let chol = BlockCholesky::new(&lower, two_threads);
             (pos, lower, chol)
         };
